@@ -1,22 +1,36 @@
 # xhloc - HLO compiler driver and runtime.  See README.md.
 #
-#   make            build build/bin/xhloc and build/bin/xhlo-run
-#   make check      every test that needs no GPU
-#   make check-gpu  the tests that run on an NVIDIA GPU
-#   make asan       the check suite under AddressSanitizer and UBSan
-#   make fuzz       libFuzzer harnesses (FUZZ_SECONDS each, default 60)
-#   make bench      benchmarks; they print their figures
+#   make             build build/bin/xhloc and build/bin/xhlo-run
+#   make check       every test that needs no GPU (unit, golden, CLI, corpus
+#                    sweep, fuzz smoke); ends with "N passed, N failed"
+#   make check-gpu   the tests that run on an NVIDIA GPU (tests/gpu/check-*.sh)
+#   make asan        the check suite built into build-asan/ under
+#                    AddressSanitizer, LeakSanitizer and UBSan
+#   make fuzz        libFuzzer harnesses, FUZZ_SECONDS each (default 60);
+#                    FUZZ_FLAGS adds libFuzzer flags
+#   make fuzz-smoke  a short fuzz run plus the saved regressions
+#   make bench       benchmarks; they print their figures
 #   make clean
 #
-# Missing build dependencies are installed by scripts/setup.sh.
+#   WERROR=1         turn warnings into errors (CI does)
+#
+# Missing build and test dependencies are installed by scripts/setup.sh, which
+# the test targets call when a tool is not found.  Building xhlo-run needs only
+# a C compiler and libc.
 
 CC       ?= gcc
+CLANG    ?= clang-19
+LLVM_CONFIG ?= llvm-config-19
 BUILD    ?= build
+FUZZ_BUILD := build-fuzz
 OPT      ?= -O2
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
             -Wno-unused-parameter
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
 CFLAGS   ?= $(OPT) -g
-ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=gnu11 $(WARN) $(CFLAGS) $(EXTRA_CFLAGS) -MMD -MP
 LDLIBS   := -lm
 
 # Source sets.  xhlo-run links lib/ only (no LLVM); xhloc links everything.
@@ -27,7 +41,46 @@ XHLOC_OBJS := $(XHLOC_SRCS:%.c=$(BUILD)/obj/%.o)
 XHLOC_MAIN := $(wildcard cmd/xhloc/*.c)
 RUN_MAIN   := $(wildcard cmd/xhlo-run/*.c)
 
-.PHONY: all check check-gpu asan fuzz bench clean setup xhloc xhlo-run
+# LLVM is asked for only once emitters/ has code, and only by what links it.
+EMIT_SRCS  := $(wildcard emitters/*.c)
+LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
+LLVM_LIBS   = $(shell $(LLVM_CONFIG) --link-shared --ldflags --libs)
+XHLOC_LDLIBS = $(if $(EMIT_SRCS),$(LLVM_LIBS)) $(LDLIBS) -ldl
+$(BUILD)/obj/emitters/%.o: EXTRA_CFLAGS = $(LLVM_CFLAGS)
+
+# Tests.  Each tests/unit/test_X.c is its own Criterion binary build/tests/
+# test_X; each tests/X.c is a test program build/tests/X; each bench/X.c is
+# build/bench/X.  All link xhloc's library set (everything but cmd/).
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+TOOL_SRCS  := $(wildcard tests/*.c)
+TOOL_BINS  := $(TOOL_SRCS:tests/%.c=$(BUILD)/tests/%)
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+CRITERION_CFLAGS = $(shell pkg-config --cflags criterion 2>/dev/null)
+CRITERION_LIBS   = $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
+$(BUILD)/obj/tests/unit/%.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS)
+
+# libFuzzer harnesses: tests/fuzz/fuzz_X.c -> build-fuzz/bin/fuzz_X, built
+# with clang and linked with the front end (lib/support, lib/hlo), which is
+# instrumented for coverage.
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/bin/%)
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(wildcard lib/support/*.c lib/hlo/*.c))
+FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 20
+
+# The sanitizer build for `make asan`.
+ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+               -fno-sanitize-recover=undefined
+
+# Objects reached through pattern-rule chains (tests, bench, fuzz) are kept.
+.SECONDARY:
+
+.PHONY: all check check-gpu asan fuzz fuzz-build fuzz-smoke bench clean deps \
+        setup xhloc xhlo-run test-bins
 
 all: $(BUILD)/bin/xhloc $(BUILD)/bin/xhlo-run
 
@@ -40,13 +93,96 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/bin/xhloc: $(XHLOC_MAIN:%.c=$(BUILD)/obj/%.o) $(XHLOC_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(XHLOC_LDLIBS)
 
 $(BUILD)/bin/xhlo-run: $(RUN_MAIN:%.c=$(BUILD)/obj/%.o) $(RUN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS) -ldl
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(LDLIBS) -ldl
+
+# ---- dependencies --------------------------------------------------------
+# Runs scripts/setup.sh when a test tool is missing, then checks again.
+DEPS_OK = pkg-config --exists criterion 2>/dev/null && \
+  command -v $(CLANG) >/dev/null 2>&1 && \
+  command -v $(LLVM_CONFIG) >/dev/null 2>&1 && \
+  command -v FileCheck-19 >/dev/null 2>&1 && \
+  command -v python3 >/dev/null 2>&1 && \
+  test -f "$$($(CLANG) -print-file-name=libclang_rt.fuzzer-x86_64.a)"
+
+deps:
+	@if ! ( $(DEPS_OK) ); then \
+	  echo "make: a build or test dependency is missing; running scripts/setup.sh"; \
+	  scripts/setup.sh || exit 1; \
+	  if ! ( $(DEPS_OK) ); then \
+	    echo "make: still missing after scripts/setup.sh: need Criterion (pkg-config criterion), $(CLANG) with libFuzzer, $(LLVM_CONFIG), FileCheck-19, python3" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+setup:
+	scripts/setup.sh
+
+# ---- tests ---------------------------------------------------------------
+$(BUILD)/tests/test_%: $(BUILD)/obj/tests/unit/test_%.o $(XHLOC_OBJS) | deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(CRITERION_LIBS) $(XHLOC_LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(XHLOC_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(XHLOC_LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(XHLOC_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(XHLOC_LDLIBS)
+
+# The unit tests build only after deps has made sure Criterion is there.
+$(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/tests/unit/%.o): | deps
+
+test-bins: all $(UNIT_BINS) $(TOOL_BINS)
+
+# XHLOC_SKIP_FUZZ=1 leaves out the fuzz smoke run (make asan sets it: the
+# fuzz build is already sanitized).
+check: test-bins $(if $(XHLOC_SKIP_FUZZ),,fuzz-build)
+	@XHLOC_BIN=$(BUILD)/bin XHLOC_TESTBIN=$(BUILD)/tests \
+	  XHLOC_FUZZ_BIN=$(FUZZ_BUILD)/bin XHLOC_SKIP_FUZZ=$(XHLOC_SKIP_FUZZ) \
+	  FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) tests/run-checks.sh
+
+check-gpu: all
+	@XHLOC_BIN=$(BUILD)/bin tests/run-checks.sh --gpu
+
+asan: | deps
+	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" XHLOC_SKIP_FUZZ=1 check
+
+# ---- fuzzing -------------------------------------------------------------
+$(FUZZ_BUILD)/obj/%.o: %.c | deps
+	@mkdir -p $(dir $@)
+	$(CLANG) -std=gnu11 $(WARN) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link \
+	  -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/bin/fuzz_%: $(FUZZ_BUILD)/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer $^ -o $@ -lm -ldl
+
+# The dictionary: every opcode and element type name, plus the keywords and
+# attribute names in tests/fuzz/hlo.dict.
+$(FUZZ_BUILD)/hlo.dict: lib/hlo/opcodes.def lib/hlo/types.def tests/fuzz/hlo.dict
+	@mkdir -p $(dir $@)
+	{ sed -n 's/^HLO_OP([A-Z0-9_]*, *\("[^"]*"\).*/\1/p' lib/hlo/opcodes.def; \
+	  sed -n 's/^ET([A-Z0-9_]*, *\("[^"]*"\).*/\1/p' lib/hlo/types.def; \
+	  cat tests/fuzz/hlo.dict; } > $@
+
+fuzz-build: $(FUZZ_BINS) $(FUZZ_BUILD)/hlo.dict
+
+fuzz: fuzz-build
+	FUZZ_FLAGS="$(FUZZ_FLAGS)" tests/fuzz/run.sh fuzz $(FUZZ_SECONDS) $(FUZZ_BINS)
+
+fuzz-smoke: fuzz-build
+	FUZZ_FLAGS="$(FUZZ_FLAGS)" tests/fuzz/run.sh smoke $(FUZZ_SMOKE_SECONDS) $(FUZZ_BINS)
+
+# ---- benchmarks ----------------------------------------------------------
+bench: $(BENCH_BINS)
+	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

@@ -88,7 +88,9 @@ typedef struct Layout {
 enum { DIM_STATIC = 0, DIM_BOUNDED = 1, DIM_UNBOUNDED = 2 };
 
 /* An array shape (et is an array type), a tuple (et == ET_TUPLE), a token or
- * an opaque.  For a dynamic dimension dims[i] holds its bound (<=N) or -1 (?). */
+ * an opaque.  For a dynamic dimension dims[i] holds its bound (<=N) or -1 (?).
+ * Shapes may be shared by several instructions and literals (the parser
+ * interns identical ones): never change a shape in place; shape_clone it. */
 struct Shape {
   ElemType et;
   int rank;
@@ -97,6 +99,7 @@ struct Shape {
   Layout *layout;                 /* arrays: never NULL after parsing */
   int ntuple;
   Shape **tuple;                  /* ET_TUPLE: element shapes */
+  bool is_buffer;                 /* b(f32[...]): a buffer of this array shape */
 };
 
 Shape *shape_array(Arena *a, ElemType et, int rank, const int64_t *dims);
@@ -353,17 +356,18 @@ typedef struct CustomCallAttrs {
  * order given there.
  */
 struct Instruction {
+  /* Identity and graph. */
   HloOp op;
+  int id;                         /* unique in module, assigned by creation order */
   char *name;                     /* without '%' */
   Shape *shape;
-  int nops;
   HloInstr **ops;                 /* operands */
-  int ncalled;
   HloComp **called;               /* to_apply / calls / {condition, body} /
                                      branches (true first) / {select, scatter} /
                                      called_computations */
+  int nops;
+  int ncalled;
   HloComp *parent;
-  int id;                         /* unique in module, assigned by creation order */
   Loc loc;                        /* where the instruction was written */
 
   /* Common optional attributes. */
@@ -374,73 +378,76 @@ struct Instruction {
   char *statistics;               /* raw */
   char *origin;                   /* raw */
   char *result_accuracy;          /* raw */
-  int nparam_replication;
   bool *param_replication;        /* parameter_replication={true,false} */
-  int ncontrol_preds;
   HloInstr **control_preds;
-  int nraw_attrs;
   RawAttr *raw_attrs;             /* attributes the parser does not know */
+  int nparam_replication;
+  int ncontrol_preds;
+  int nraw_attrs;
 
-  /* Per-opcode attributes. */
+  /* Per-opcode attributes.  Pointers and 64-bit values first, then 32-bit
+   * enums and counts, then flags, so the struct has no padding holes. */
+  int nprecision;
   int64_t param_number;           /* parameter */
   Literal *literal;               /* constant */
   int64_t tuple_index;            /* get-tuple-element: index= */
   int64_t iota_dim;               /* iota: iota_dimension= */
   I64List dims;                   /* dimensions={}: broadcast, transpose, reduce,
                                      reverse, concatenate, sort, map, all-gather,
-                                     all-to-all, reduce-scatter, scan, ... */
-  bool has_dims;                  /* dimensions= was given */
+                                     all-to-all, reduce-scatter, scan,
+                                     get/set-dimension-size, ... */
   SliceDim *slice;                /* slice: rank entries */
   I64List dynamic_slice_sizes;    /* dynamic-slice */
   PadDim *padding;                /* pad: rank entries */
   Window *window;                 /* reduce-window, select-and-scatter */
   ConvAttrs *conv;                /* convolution (and conv custom-calls) */
   DotDnums *dot;                  /* dot, ragged-dot, scaled-dot */
-  int nprecision;
-  Precision *precision;           /* operand_precision={...} */
+  Precision *precision;           /* operand_precision={...} (nprecision) */
   char *algorithm_dot;            /* dot algorithm=ALG_... */
   char *sparsity;                 /* raw */
   GatherDnums *gather;            /* gather */
   I64List gather_slice_sizes;     /* gather: slice_sizes= */
   ScatterDnums *scatter;          /* scatter */
-  bool indices_are_sorted, unique_indices;
-  CmpDir cmp_dir;                 /* compare */
-  CmpType cmp_type;               /* compare: CMPT_NONE when not given */
-  FusionKind fusion_kind;         /* fusion */
   CustomCallAttrs *cc;            /* custom-call */
   int64_t channel_id;             /* collectives, send/recv: 0 absent */
-  bool has_channel_id;
   ReplicaGroups *replica_groups;  /* collectives */
-  bool use_global_device_ids, constrain_layout;
-  int npairs;
-  int64_t (*source_target_pairs)[2]; /* collective-permute */
-  RngDist rng_dist;               /* rng */
-  RngAlgo rng_algo;               /* rng-bit-generator */
-  bool is_stable;                 /* sort */
+  int64_t (*source_target_pairs)[2]; /* collective-permute (npairs) */
   int64_t topk_k;                 /* topk: k= */
-  bool topk_largest;              /* topk: largest= */
   int64_t exponent_bits, mantissa_bits; /* reduce-precision */
   double epsilon;                 /* batch-norm-*: epsilon= (float) */
   int64_t feature_index;          /* batch-norm-* */
-  FftType fft_type;               /* fft */
-  I64List fft_length;
-  bool tri_left_side, tri_lower, tri_unit_diagonal; /* triangular-solve */
-  TriTranspose tri_transpose_a;
-  bool cholesky_lower;            /* cholesky: lower= */
-  bool is_host_transfer;          /* send, recv, *-done */
+  I64List fft_length;             /* fft */
   char *infeed_config, *outfeed_config; /* decoded */
   Shape *outfeed_shape;
   char *domain;                   /* domain: raw {kind=... entry=... exit=...} */
   char *async_thread;             /* async ops: async_execution_thread= */
+  int64_t scan_num_carries;       /* scan */
+  int64_t cross_program_prefetch_index; /* copy-start; -1 absent */
+  char *padding_type;             /* custom-call padding_type= */
+
+  int npairs;
+  CmpDir cmp_dir;                 /* compare */
+  CmpType cmp_type;               /* compare: CMPT_NONE when not given */
+  FusionKind fusion_kind;         /* fusion */
+  RngDist rng_dist;               /* rng */
+  RngAlgo rng_algo;               /* rng-bit-generator */
+  FftType fft_type;               /* fft */
+  TriTranspose tri_transpose_a;   /* triangular-solve */
   HloOp async_wrapped_op;         /* async sugar: e.g. negate-start */
+
+  bool has_dims;                  /* dimensions= was given */
+  bool indices_are_sorted, unique_indices; /* gather, scatter */
+  bool has_channel_id;
+  bool use_global_device_ids, constrain_layout; /* collectives */
+  bool is_stable;                 /* sort */
+  bool topk_largest;              /* topk: largest= */
+  bool tri_left_side, tri_lower, tri_unit_diagonal; /* triangular-solve */
+  bool cholesky_lower;            /* cholesky: lower= */
+  bool is_host_transfer;          /* send, recv, *-done */
   bool async_sugar;               /* printed as <op>-start/-update/-done */
   bool is_composite;              /* call */
   bool scan_is_reverse, scan_is_associative; /* scan */
-  int64_t scan_num_carries;
-  int64_t cross_program_prefetch_index; /* copy-start; -1 absent */
-  bool is_cross_program_prefetch;
-  char *padding_type;             /* custom-call padding_type= */
-  int64_t dynamic_dimension;      /* set/get-dimension-size: dimensions={d} via dims */
+  bool is_cross_program_prefetch; /* copy-start */
 };
 
 struct Computation {

@@ -22,21 +22,12 @@ const char *hlo_op_name(HloOp op) {
 int hlo_op_arity(HloOp op) { return op_table[op].arity; }
 
 int hlo_op_from_name(const char *s, size_t n) {
-  /* The table is sorted by name: binary search. */
-  int lo = 0, hi = HLO_OP_COUNT - 1;
-  while (lo <= hi) {
-    int mid = (lo + hi) / 2;
-    const char *t = op_table[mid].name;
-    int c = strncmp(t, s, n);
-    if (c == 0)
-      c = t[n] ? 1 : 0;
-    if (c == 0)
-      return mid;
-    if (c < 0)
-      lo = mid + 1;
-    else
-      hi = mid - 1;
-  }
+  /* The table is in XLA's enum order, which is not the names' order
+   * ("count-leading-zeros" stands where kClz sorts), so scan it.  The parser
+   * has its own hash; this is for the few other callers. */
+  for (int op = 0; op < HLO_OP_COUNT; op++)
+    if (strncmp(op_table[op].name, s, n) == 0 && op_table[op].name[n] == 0)
+      return op;
   return -1;
 }
 

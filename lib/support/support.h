@@ -178,9 +178,10 @@ void diag_print_at(FILE *out, Loc loc, const char *kind, const char *msg);
  * fp.c: exact conversions between the small float formats and double.
  *
  * Encoding to a small format rounds to nearest even; values out of range
- * become inf where the format has one, else NaN (or saturate, for e8m0 as
- * XLA does).  Decoding is exact.  `bits` are the raw encoding in the low
- * bits of the integer.
+ * become inf where the format has one, else NaN, except f4e2m1fn (no NaN),
+ * which saturates, as ml_dtypes (XLA's literals) does.  Decoding is exact.
+ * `bits` are the raw encoding in the low bits of the integer.  fp.c's top
+ * comment has the details (NaN signs, -0 in fnuz, e8m0).
  */
 typedef enum FpFormat {
   FP_F16, FP_BF16, FP_F8E5M2, FP_F8E4M3FN, FP_F8E4M3, FP_F8E3M4,

@@ -1,0 +1,112 @@
+/*
+ * eval.h - the reference interpreter: runs an HloModule on host literals with
+ * XLA's operation semantics (the ground truth every compiled result is checked
+ * against, like XLA's HloEvaluator), plus the literal I/O the drivers share:
+ * input and output specs in iree-run-module's syntax, random inputs and the
+ * comparison with an expected output.
+ *
+ * Values are dense row-major buffers exactly like Literal's data (et_bytes per
+ * element, logical order), so a result is handed back as Literals without
+ * reformatting.  The interpreter never exits and never aborts on user input:
+ * every failure is an EvalStatus whose kind says whether the module used an op
+ * the interpreter cannot run, ran past a budget, was given bad inputs, or was
+ * itself invalid; the message (with the instruction's location) is in a Diag.
+ */
+#ifndef XHLOC_EVAL_H
+#define XHLOC_EVAL_H
+
+#include "../hlo/hlo.h"
+
+typedef enum EvalErrKind {
+  EVAL_OK,
+  EVAL_ERR_UNSUPPORTED,           /* an op (or custom-call target) it cannot run */
+  EVAL_ERR_RESOURCE,              /* memory or time budget exceeded */
+  EVAL_ERR_INPUT,                 /* wrong argument count, shape or type */
+  EVAL_ERR_INVALID,               /* the module is malformed for evaluation */
+} EvalErrKind;
+
+typedef struct EvalStatus {
+  EvalErrKind kind;
+  /* UNSUPPORTED: the op name, or "custom-call:TARGET"; RESOURCE: "memory" or
+   * "time"; otherwise empty. */
+  char what[128];
+  int64_t peak_bytes;             /* peak bytes of live values (also on success) */
+} EvalStatus;
+
+typedef struct EvalOptions {
+  int64_t mem_budget;             /* bytes of live values; <= 0: unlimited */
+  double time_budget;             /* seconds; <= 0: unlimited */
+  uint64_t rng_seed;              /* seed of the `rng` op's generator */
+  int64_t replica_id, partition_id; /* for replica-id / partition-id */
+} EvalOptions;
+
+void eval_options_default(EvalOptions *o);
+
+/*
+ * Runs the entry computation of m on args (one Literal per entry parameter;
+ * tuple parameters take tuple literals).  On success *result is a literal
+ * (tuple literal for a tuple root) allocated in `out` and true is returned.
+ * On failure returns false with the message in d and the kind in st (which
+ * may be NULL).  Argument shapes must be compatible (layouts ignored) with
+ * the entry parameters.
+ */
+bool eval_module(const HloModule *m, int nargs, Literal *const *args,
+                 Arena *out, const EvalOptions *o, Literal **result, Diag *d,
+                 EvalStatus *st);
+
+/* Same, for any computation of m (its parameters take args). */
+bool eval_computation(const HloModule *m, const HloComp *c, int nargs,
+                      Literal *const *args, Arena *out, const EvalOptions *o,
+                      Literal **result, Diag *d, EvalStatus *st);
+
+/*
+ * io.c: literal I/O for the drivers.
+ *
+ * An input spec is iree-run-module's: "2x3xf32=1 2 3 4 5 6", "f32=1.5",
+ * "2x2xi32=[[1 2][3 4]]" (nesting and commas are accepted and ignored,
+ * omitted trailing values are zero), "2x2xbf16=@file.bin" (raw little-endian
+ * element bytes), "@file.npy" (the first array of a .npy file), and "-spec"
+ * forms are not supported.  Element type names are XLA's ("f32", "s32",
+ * "pred") or IREE's ("i32", "i1", "ui8").  A spec with no "TYPE=" part
+ * ("1 2 3", "[[1 2][3 4]]") takes its shape and type from `want` when given.
+ *
+ * Literals are allocated in `a`; errors go to d (no location) and return
+ * NULL / false.
+ */
+Literal *io_parse_input(Arena *a, const char *spec, const Shape *want,
+                        Diag *d);
+/* Checks a literal against the shape an entry parameter leaf expects
+ * (element type and dimensions; layouts ignored).  `what` names it. */
+bool io_check_shape(const Literal *l, const Shape *want, const char *what,
+                    Diag *d);
+/* Deterministic random value for an entry parameter leaf: floats uniform in
+ * [-1, 1) (small floats rounded), signed ints in [-8, 8), unsigned in [0, 16),
+ * pred 0/1; when index_bound >= 0 the values are integers in
+ * [0, index_bound] (for operands used as indices). */
+Literal *io_random_literal(Arena *a, const Shape *s, uint64_t seed,
+                           int64_t index_bound);
+/* For each entry parameter leaf (tuple parameters flattened, in order), the
+ * largest in-range index value when the leaf feeds index operands (gather or
+ * scatter indices, dynamic-slice starts, ...), else -1.  Returns the number
+ * of leaves, and a heap array in *bounds. */
+int io_index_bounds(const HloModule *m, int64_t **bounds);
+
+/* Output: "-" prints as XLA literal text to stdout, "@f.npy" / "@f.bin"
+ * writes a file.  An empty spec ignores the output. */
+bool io_write_output(const char *spec, const Literal *l, FILE *out, Diag *d);
+/* XLA literal text with its shape: "f32[2,2] {\n  { 1, 2 },\n  { 3, 4 }\n}". */
+void io_print_literal(StrBuf *b, const Literal *l);
+
+/* Compares actual with expected: an element fails when
+ * |a - e| > atol + rtol * |e| (NaN equals NaN; infinities must match;
+ * integers, pred and exact mode compare exactly).  On a mismatch returns false
+ * and describes the count and the first mismatching index and values in
+ * `why`. */
+bool io_compare(const Literal *actual, const Literal *expected, double atol,
+                double rtol, StrBuf *why);
+
+/* Leaves of a (possibly tuple) literal in order; returns the count and a
+ * heap array in *out. */
+int io_literal_leaves(const Literal *l, Literal ***out);
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * evalp.h - private to lib/eval: the interpreter's values, its context and
+ * the handlers each file implements.
+ *
+ * A value (EvalValue) is a reference-counted heap buffer in Literal's format:
+ * dense, row-major logical order, et_bytes() per element; sub-byte integers
+ * take one byte holding the value's low bits, as literal.c stores them.  Tuples hold
+ * references to their elements.  A value's shape is borrowed from the module
+ * (instructions' and parameters' shapes), which outlives the evaluation.
+ * Every array buffer is counted against the memory budget while it lives;
+ * the driver drops each instruction's value after its last use.
+ *
+ * Elementwise arithmetic runs on "lanes": chunks of elements widened to the
+ * type XLA's evaluator computes in (float for f32 and every smaller float,
+ * double for f64, int64/uint64 for integers, complex float/double), then
+ * rounded or truncated back when stored.
+ */
+#ifndef XHLOC_EVALP_H
+#define XHLOC_EVALP_H
+
+#include <complex.h>
+
+#include "eval.h"
+
+typedef struct EvalValue EvalValue;
+struct EvalValue {
+  int refs;
+  const Shape *shape;
+  uint8_t *data;                  /* arrays; NULL for tuples and tokens */
+  int64_t nbytes;
+  int ntuple;
+  EvalValue **tuple;
+  EvalValue *owner;               /* views: the value whose data this borrows */
+};
+
+typedef struct Eval {
+  const HloModule *m;
+  EvalOptions o;
+  Diag *d;
+  EvalStatus *st;
+  int64_t live_bytes, peak_bytes;
+  double start_time;
+  int depth;                      /* call nesting, bounded */
+  uint64_t rng_counter;           /* `rng` op: elements drawn so far */
+  uint64_t ticks;                 /* for cheap periodic time checks */
+  /* Bit k set while an instruction runs: operand k is at its last use and
+   * nothing else holds its buffer, so the handler may write its result
+   * into it (see ev_steal). */
+  uint64_t steal;
+} Eval;
+
+/*
+ * value.c: values, budgets, errors, element access and lanes
+ */
+EvalValue *ev_array(Eval *ev, const Shape *s);     /* zeroed; NULL: budget */
+EvalValue *ev_array_nozero(Eval *ev, const Shape *s);
+EvalValue *ev_tuple(Eval *ev, const Shape *s, int n, EvalValue *const *elems);
+EvalValue *ev_token(Eval *ev, const Shape *s);
+/* A value of shape s sharing v's bytes (same byte size), O(1). */
+EvalValue *ev_view(Eval *ev, EvalValue *v, const Shape *s);
+EvalValue *ev_ref(EvalValue *v);
+void ev_unref(Eval *ev, EvalValue *v);
+/* Deep copy (arrays copied, a new value). */
+EvalValue *ev_copy(Eval *ev, EvalValue *v, const Shape *s);
+/* A scratch buffer counted against the budget; free with ev_scratch_free. */
+void *ev_scratch(Eval *ev, const HloInstr *i, int64_t nbytes);
+void ev_scratch_free(Eval *ev, void *p, int64_t nbytes);
+
+bool ev_fail(Eval *ev, const HloInstr *i, EvalErrKind kind, const char *fmt,
+             ...) PRINTF_LIKE(4, 5);
+bool ev_unsupported(Eval *ev, const HloInstr *i, const char *what);
+/* Checks the time budget (cheaply: the clock is read every few calls). */
+bool ev_check_time(Eval *ev, const HloInstr *i);
+double ev_now(void);
+
+/* Elements of an array shape (dims product); -1 on overflow. */
+int64_t ev_elems(const Shape *s);
+/* Row-major strides of dims (in elements). */
+void ev_strides(const Shape *s, int64_t *strides);
+
+/* One element, widened. */
+int64_t ev_get_s64(ElemType et, const uint8_t *p);  /* p: element address */
+uint64_t ev_get_u64(ElemType et, const uint8_t *p);
+double ev_get_f64(ElemType et, const uint8_t *p);
+void ev_set_s64(ElemType et, uint8_t *p, int64_t v); /* truncates */
+void ev_set_f64(ElemType et, uint8_t *p, double v);  /* rounds as convert */
+/* Index-typed element (signed or unsigned integer) as int64, saturated. */
+int64_t ev_get_index(ElemType et, const uint8_t *p);
+
+typedef enum Lane { LANE_F32, LANE_F64, LANE_S64, LANE_U64, LANE_C64, LANE_C128 } Lane;
+#define LANE_CHUNK 256
+typedef union LaneBuf {
+  float f[LANE_CHUNK];
+  double d[LANE_CHUNK];
+  int64_t s[LANE_CHUNK];
+  uint64_t u[LANE_CHUNK];
+  float _Complex cf[LANE_CHUNK];
+  double _Complex cd[LANE_CHUNK];
+} LaneBuf;
+
+Lane ev_lane(ElemType et);
+/* Loads n elements starting at element `start` (or n copies of element 0
+ * when `scalar`) into the lane buffer. */
+void ev_lane_load(ElemType et, const uint8_t *base, int64_t start, int n,
+                  bool scalar, LaneBuf *dst);
+/* Stores n lane values (of lane ev_lane(et)) as elements from `start`. */
+void ev_lane_store(ElemType et, uint8_t *base, int64_t start, int n,
+                   const LaneBuf *src);
+/* Converts n elements of type from to type to with XLA's convert rules. */
+void ev_convert_elems(ElemType from, const uint8_t *src, ElemType to,
+                      uint8_t *dst, int64_t n);
+
+/*
+ * elementwise.c: every elementwise op on raw buffers
+ */
+typedef struct EwArg {
+  ElemType et;
+  const uint8_t *p;
+  bool scalar;                    /* one element broadcast over n */
+} EwArg;
+
+/* Applies instruction i's elementwise op (i->op with its attributes) to n
+ * elements.  Returns false (error set) for a type the op does not take. */
+bool ev_elementwise(Eval *ev, const HloInstr *i, int nargs, const EwArg *args,
+                    ElemType out_et, uint8_t *out, int64_t n);
+/* Whether ev_elementwise handles the op. */
+bool ev_is_elementwise_op(HloOp op);
+EvalValue *eval_elementwise(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+/*
+ * scalar.c: fast evaluation of scalar computations (reducers, comparators,
+ * map and scatter functions) without allocating per call.
+ */
+typedef struct ScalarFn ScalarFn;
+/* Prepares c; never fails (computations it cannot run natively fall back to
+ * the general interpreter, one call per application). */
+ScalarFn *scalar_fn_new(Eval *ev, const HloComp *c);
+void scalar_fn_free(ScalarFn *f);
+/* Applies f to nargs scalars (element pointers with their types, matching
+ * the parameters leaf by leaf); writes the root's leaves to outs. */
+bool scalar_fn_apply(Eval *ev, ScalarFn *f, const uint8_t *const *args,
+                     uint8_t *const *outs);
+/* Checks that f takes nargs scalars of types `ets` and returns nouts
+ * scalars of types `outs` (error naming i otherwise). */
+bool scalar_fn_check(Eval *ev, const HloInstr *i, const ScalarFn *f,
+                     int nargs, const ElemType *ets, int nouts,
+                     const ElemType *outs);
+int scalar_fn_nouts(const ScalarFn *f);
+/* Native functions only: after scalar_fn_apply, the value instruction i of
+ * the computation took (NULL when f is not native or i is not in it). */
+const uint8_t *scalar_fn_value(const ScalarFn *f, const HloInstr *i);
+ElemType scalar_fn_out_et(const ScalarFn *f, int k);
+/* The binary op when c is exactly `root = op(p0, p1)` on one type, else -1. */
+int scalar_fn_simple_binop(const ScalarFn *f);
+
+/*
+ * eval.c: the driver
+ */
+/* Evaluates computation c on args (references are borrowed). */
+EvalValue *ev_call(Eval *ev, const HloComp *c, int nargs,
+                   EvalValue *const *args);
+/* Same, taking over the caller's references to args (so the callee may
+ * reuse their buffers once it is done reading them). */
+EvalValue *ev_call_consume(Eval *ev, const HloComp *c, int nargs,
+                           EvalValue *const *args);
+/* Operand k's buffer, reusable as the result of shape s when the operand is
+ * at its last use, unshared, not a view and of the same byte size; NULL
+ * otherwise.  The result is a new reference to the operand's value. */
+EvalValue *ev_steal(Eval *ev, EvalValue *const *a, int k, const Shape *s);
+EvalValue *ev_from_literal(Eval *ev, const Literal *l, const Shape *s);
+Literal *ev_to_literal(Arena *a, const EvalValue *v);
+
+/*
+ * Handlers: one per opcode family, `a` the operand values.  NULL on error.
+ */
+/* shape_ops.c */
+EvalValue *eval_iota(Eval *ev, const HloInstr *i);
+EvalValue *eval_broadcast(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_reshape(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_bitcast(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_transpose(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_slice(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_dynamic_slice(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_dynamic_update_slice(Eval *ev, const HloInstr *i,
+                                     EvalValue *const *a);
+EvalValue *eval_pad(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_concatenate(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_reverse(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_copy_array(Eval *ev, const HloInstr *i, EvalValue *v);
+/* Walks the box `dims` in row-major order copying eb-byte elements from src
+ * at source strides to dst at destination strides (in elements; zero and
+ * negative strides allowed). */
+void ev_copy_strided(int rank, const int64_t *dims, const uint8_t *src,
+                     const int64_t *sstr, uint8_t *dst, const int64_t *dstr,
+                     int eb);
+/* Copies the strided sub-box of src (dims sdims, starting at `start`, size
+ * `size`, step `stride`) into dst (dense, dims `size`). */
+void ev_copy_box(int rank, const int64_t *sdims, const uint8_t *src,
+                 const int64_t *start, const int64_t *size,
+                 const int64_t *stride, uint8_t *dst, int eb);
+
+/* reduce.c */
+EvalValue *eval_reduce(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_reduce_window(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_select_and_scatter(Eval *ev, const HloInstr *i,
+                                   EvalValue *const *a);
+EvalValue *eval_map(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+/* dot.c */
+EvalValue *eval_dot(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_convolution(Eval *ev, const HloInstr *i, EvalValue *const *a);
+/* Operand data converted to element type `to` (a new scratch buffer, or the
+ * operand's own data when the types match: *owned tells which). */
+uint8_t *ev_as_type(Eval *ev, const HloInstr *i, const EvalValue *v,
+                    ElemType from, ElemType to, int64_t n, bool *owned);
+
+/* gather.c */
+EvalValue *eval_gather(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_scatter(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+/* sort.c */
+EvalValue *eval_sort(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_topk(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+/* rng.c */
+EvalValue *eval_rng(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_rng_bit_generator(Eval *ev, const HloInstr *i,
+                                  EvalValue *const *a);
+EvalValue *eval_rng_get_and_update_state(Eval *ev, const HloInstr *i);
+
+/* linalg.c */
+EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_triangular_solve(Eval *ev, const HloInstr *i,
+                                 EvalValue *const *a);
+EvalValue *eval_fft(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+/* batchnorm.c */
+EvalValue *eval_batch_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+/* collective.c: collectives on one replica and one partition */
+EvalValue *eval_collective(Eval *ev, const HloInstr *i, EvalValue *const *a);
+bool ev_is_collective_op(HloOp op);
+
+/* custom_call.c: the custom-call targets the interpreter can run */
+EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+#endif

@@ -1,0 +1,112 @@
+/*
+ * pipeline.c - the default pipeline of `xhloc --stage=hlo`: XLA:GPU's
+ * hardware-independent HLO optimization (gpu_compiler.cc, OptimizeHloModule
+ * up to layout assignment; REFERENCE.md 2.2), restricted to the passes that
+ * exist here, in XLA's order.
+ *
+ *   pre-spmd-partitioner   flatten-call-graph, call-inliner,
+ *                          zero_sized_hlo_elimination,
+ *                          conditional-canonicalizer
+ *   optimization           expanders and legalizations, then
+ *     simplification       (fixed point) the algebraic simplifier and its
+ *                          companions, cse and dce
+ *     simplification-2     (fixed point) convert-mover, algsimp
+ *                          then computation-deduplicator
+ *
+ * Passes registered but not in this pipeline (map-inline,
+ * optimization-barrier-expander, while-loop-invariant-code-motion,
+ * hlo-verifier) belong to other XLA pipelines (CPU, post-scheduling,
+ * invariant checking); --run-passes runs them.
+ */
+#include "passes.h"
+
+#include <string.h>
+
+#define PASS(n) {n, NULL, NULL}
+#define SUB(p) {NULL, &p, NULL}
+#define PIPELINE(var, name, fix, steps)                                        \
+  static const Pipeline var = {name, fix, (int)ARRAY_LEN(steps), steps}
+
+static const PipelineStep pre_spmd_steps[] = {
+    PASS("flatten-call-graph"),
+    PASS("call-inliner"),
+    PASS("zero_sized_hlo_elimination"),
+    PASS("conditional-canonicalizer"),
+};
+PIPELINE(pre_spmd, "pre-spmd-partitioner", false, pre_spmd_steps);
+
+static const PipelineStep simplification_steps[] = {
+    PASS("zero_sized_hlo_elimination"),
+    PASS("gather-simplifier"),
+    PASS("algsimp"),
+    PASS("sort-simplifier"),
+    PASS("tuple-simplifier"),
+    PASS("while-loop-constant-sinking"),
+    PASS("while-loop-simplifier"),
+    PASS("slice-sinker"),
+    PASS("reshape-mover"),
+    PASS("constant_folding"),
+    PASS("conditional-simplifier"),
+    PASS("transpose-folding"),
+    PASS("cse"),
+    PASS("dce"),
+};
+PIPELINE(simplification, "simplification", true, simplification_steps);
+
+static const PipelineStep simplification2_steps[] = {
+    PASS("convert-mover"),
+    PASS("algsimp"),
+};
+PIPELINE(simplification2, "simplification-2", true, simplification2_steps);
+
+static const PipelineStep optimization_steps[] = {
+    PASS("dot-decomposer"),
+    PASS("comparison-expander"),
+    PASS("call-inliner"),
+    PASS("batchnorm_expander"),
+    PASS("logistic-expander"),
+    PASS("conditional-canonicalizer"),
+    SUB(simplification),
+    SUB(simplification2),
+    PASS("computation-deduplicator"),
+};
+PIPELINE(optimization, "optimization", false, optimization_steps);
+
+static const Pipeline *const default_pipelines[] = {
+    &pre_spmd,
+    &optimization,
+};
+
+int pipeline_default(const Pipeline *const **out) {
+  *out = default_pipelines;
+  return (int)ARRAY_LEN(default_pipelines);
+}
+
+/* Appends to b the names of the pipelines under p that hold `pass`
+ * directly, each once. */
+static void pipelines_with(const Pipeline *p, const char *pass, StrBuf *b) {
+  bool direct = false;
+  for (int k = 0; k < p->nsteps; k++) {
+    const PipelineStep *s = &p->steps[k];
+    if (s->pass)
+      direct |= strcmp(s->pass, pass) == 0;
+  }
+  if (direct)
+    sb_printf(b, "%s%s", b->len ? "," : "", p->name);
+  for (int k = 0; k < p->nsteps; k++)
+    if (p->steps[k].sub)
+      pipelines_with(p->steps[k].sub, pass, b);
+}
+
+void pipeline_list_passes(FILE *out) {
+  StrBuf b;
+  sb_init(&b);
+  for (int k = 0; k < pass_count(); k++) {
+    const char *name = pass_at(k)->name;
+    sb_clear(&b);
+    for (size_t j = 0; j < ARRAY_LEN(default_pipelines); j++)
+      pipelines_with(default_pipelines[j], name, &b);
+    fprintf(out, "%-34s %s\n", name, b.len ? b.s : "-");
+  }
+  sb_free(&b);
+}

@@ -1,0 +1,70 @@
+/*
+ * registry.c - every pass, by its XLA name, in one static table sorted by
+ * name (hlo-opt's registry; --run-passes and the pipelines look names up
+ * here).
+ */
+#include "passes.h"
+
+#include <string.h>
+
+#include "../lib/hlo/ir_edit.h"
+
+static const Pass registry[] = {
+    {"algsimp", pass_algsimp},
+    {"batchnorm_expander", pass_batchnorm_expander},
+    {"call-inliner", pass_call_inliner},
+    {"comparison-expander", pass_comparison_expander},
+    {"computation-deduplicator", pass_computation_deduplicator},
+    {"conditional-canonicalizer", pass_conditional_canonicalizer},
+    {"conditional-simplifier", pass_conditional_simplifier},
+    {"constant_folding", pass_constant_folding},
+    {"convert-mover", pass_convert_mover},
+    {"cse", pass_cse},
+    {"dce", pass_dce},
+    {"dot-decomposer", pass_dot_decomposer},
+    {"flatten-call-graph", pass_flatten_call_graph},
+    {"gather-simplifier", pass_gather_simplifier},
+    {"hlo-verifier", pass_hlo_verifier},
+    {"logistic-expander", pass_logistic_expander},
+    {"map-inline", pass_map_inline},
+    {"optimization-barrier-expander", pass_optimization_barrier_expander},
+    {"reshape-mover", pass_reshape_mover},
+    {"slice-sinker", pass_slice_sinker},
+    {"sort-simplifier", pass_sort_simplifier},
+    {"transpose-folding", pass_transpose_folding},
+    {"tuple-simplifier", pass_tuple_simplifier},
+    {"while-loop-constant-sinking", pass_while_loop_constant_sinking},
+    {"while-loop-invariant-code-motion", pass_while_loop_invariant_code_motion},
+    {"while-loop-simplifier", pass_while_loop_simplifier},
+    {"zero_sized_hlo_elimination", pass_zero_sized_hlo_elimination},
+};
+
+int pass_count(void) { return (int)ARRAY_LEN(registry); }
+
+const Pass *pass_at(int k) {
+  return k >= 0 && k < pass_count() ? &registry[k] : NULL;
+}
+
+const Pass *pass_find(const char *name) {
+  int lo = 0, hi = pass_count() - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    int c = strcmp(registry[mid].name, name);
+    if (c == 0)
+      return &registry[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
+  return NULL;
+}
+
+bool pass_run(const Pass *p, HloModule *m, PassContext *ctx, bool *changed) {
+  *changed = p->run(m, ctx);
+  if (ctx->diag->has_error) {
+    *changed = false;
+    return false;
+  }
+  return true;
+}

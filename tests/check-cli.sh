@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# check-cli.sh - the xhloc driver's options, exit statuses and output files.
+#
+# Run from the repository root; XHLOC_BIN names the directory of the xhloc
+# under test (default build/bin).
+set -u
+bin=${XHLOC_BIN:-build/bin}
+xhloc=$bin/xhloc
+pass=0 fail=0
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+mlp=testdata/examples/mlp.hlo
+
+ok() { pass=$((pass + 1)); }
+bad() {
+  fail=$((fail + 1))
+  echo "FAIL: $*"
+}
+
+# run ARGS...: runs xhloc with stdout in $t/out, stderr in $t/err, status in rc.
+run() {
+  "$xhloc" "$@" >"$t/out" 2>"$t/err"
+  rc=$?
+}
+
+# expect NAME STATUS [STDERR-SUBSTRING]: checks the last run.
+expect() {
+  local name=$1 want=$2 text=${3:-}
+  if [ "$rc" -ne "$want" ]; then
+    bad "$name: exit status $rc, want $want"
+    sed 's/^/  stderr: /' "$t/err" | head -n 5
+    return
+  fi
+  if [ -n "$text" ] && ! grep -qF -- "$text" "$t/err"; then
+    bad "$name: stderr lacks '$text'"
+    sed 's/^/  stderr: /' "$t/err" | head -n 5
+    return
+  fi
+  ok
+}
+
+# expect_quiet_stdout NAME: the last run printed nothing on stdout.
+expect_quiet_stdout() {
+  if [ -s "$t/out" ]; then bad "$1: wrote to stdout"; else ok; fi
+}
+
+same() { # NAME FILE1 FILE2
+  if cmp -s "$2" "$3"; then ok; else
+    bad "$1: $2 and $3 differ"
+    diff -u "$2" "$3" | head -n 20
+  fi
+}
+
+# ---- informational options ------------------------------------------------
+run --help
+expect "--help" 0
+grep -q '^usage: xhloc \[options\] FILE\.\.\.' "$t/out" && ok || bad "--help: no usage line"
+for o in --output --stage --list-stages --no-warnings --version; do
+  grep -qe "$o" "$t/out" && ok || bad "--help does not mention $o"
+done
+[ -s "$t/err" ] && bad "--help wrote to stderr" || ok
+
+version=$(sed -n 's/^#define XHLOC_VERSION "\(.*\)"/\1/p' lib/support/support.h)
+run --version
+expect "--version" 0
+[ "$(cat "$t/out")" = "xhloc $version" ] && ok || bad "--version printed '$(cat "$t/out")', want 'xhloc $version'"
+
+run --list-stages
+expect "--list-stages" 0
+grep -qx parsed "$t/out" && ok || bad "--list-stages does not list 'parsed'"
+
+# ---- usage errors: exit 2, a message and the pointer to --help -------------
+run --bogus "$mlp"
+expect "unknown long option" 2 "unknown option '--bogus'"
+grep -qF "try 'xhloc --help'" "$t/err" && ok || bad "usage error without the --help hint"
+expect_quiet_stdout "unknown long option"
+run -Z "$mlp"
+expect "unknown short option" 2 "unknown option '-Z'"
+run --stage=bogus "$mlp"
+expect "unknown stage" 2 "unknown stage 'bogus' (supported stages: parsed"
+run "$mlp" --stage
+expect "--stage without a value" 2 "option '--stage' needs an argument"
+run -o
+expect "-o without a value" 2 "option '-o' needs an argument"
+run --help=yes
+expect "--help with a value" 2 "option '--help' takes no argument"
+run
+expect "no input files" 2 "no input files"
+run --stage=parsed
+expect "stage but no input files" 2 "no input files"
+
+# ---- input errors: exit 1 ---------------------------------------------------
+run --stage=parsed "$t/missing.hlo"
+expect "missing file" 1 "error: cannot open '$t/missing.hlo': No such file or directory"
+expect_quiet_stdout "missing file"
+run "$t"
+expect "a directory as input" 1 "error: cannot read '$t'"
+
+printf 'HloModule broken\n\nENTRY e {\n  ROOT x = f32[] bogus-op()\n}\n' >"$t/broken.hlo"
+run --stage=parsed "$t/broken.hlo"
+expect "parse error" 1 "$t/broken.hlo:4:"
+expect_quiet_stdout "parse error"
+grep -q '^ *\^$' "$t/err" && ok || bad "parse error: no caret line"
+
+# ---- output ----------------------------------------------------------------
+run --stage=parsed "$mlp"
+expect "example" 0
+cp "$t/out" "$t/mlp.out"
+grep -q '^HloModule jit_mlp' "$t/mlp.out" && ok || bad "example: no HloModule line in output"
+[ -s "$t/err" ] && bad "example: wrote to stderr: $(head -n 3 "$t/err")" || ok
+
+# Printing is a fixed point: the output parses and prints the same.
+run --stage=parsed "$t/mlp.out"
+expect "output re-parses" 0
+same "print(parse(print(parse(x))))" "$t/mlp.out" "$t/out"
+
+# Default stage is parsed; --split-input-file is accepted.
+run --split-input-file "$mlp"
+expect "default stage" 0
+same "default stage" "$t/mlp.out" "$t/out"
+
+# stdin as '-'.
+"$xhloc" --stage=parsed - <"$mlp" >"$t/out" 2>"$t/err"
+rc=$?
+expect "stdin" 0
+same "stdin" "$t/mlp.out" "$t/out"
+
+# -o writes what stdout would get, with a normal file mode.
+run --stage=parsed -o "$t/o.hlo" "$mlp"
+expect "-o" 0
+expect_quiet_stdout "-o"
+same "-o FILE" "$t/mlp.out" "$t/o.hlo"
+mode=$(umask 022 && "$xhloc" -o "$t/mode.hlo" "$mlp" && stat -c %a "$t/mode.hlo")
+[ "$mode" = 644 ] && ok || bad "-o made a file with mode '$mode', want 644 under umask 022"
+run --output="$t/o2.hlo" "$mlp"
+expect "--output=" 0
+same "--output=FILE" "$t/mlp.out" "$t/o2.hlo"
+run -o - "$mlp"
+expect "-o -" 0
+same "-o - is stdout" "$t/mlp.out" "$t/out"
+
+# An error leaves no output file, no temporary, and an old file untouched.
+mkdir "$t/odir"
+run -o "$t/odir/x.hlo" "$mlp" "$t/broken.hlo"
+expect "-o with an error" 1
+[ -z "$(ls -A "$t/odir")" ] && ok || bad "-o with an error left: $(ls -A "$t/odir")"
+echo old >"$t/odir/keep.hlo"
+run -o "$t/odir/keep.hlo" "$t/broken.hlo"
+expect "-o over a file, with an error" 1
+[ "$(cat "$t/odir/keep.hlo")" = old ] && ok || bad "-o with an error changed the old file"
+[ "$(ls -A "$t/odir")" = keep.hlo ] && ok || bad "-o with an error left: $(ls -A "$t/odir")"
+run -o "$t/no/such/dir/x.hlo" "$mlp"
+expect "-o into a missing directory" 1 "error: cannot write '$t/no/such/dir/x.hlo'"
+expect_quiet_stdout "-o into a missing directory"
+
+# ---- several modules ---------------------------------------------------------
+# Two files, and one file holding both, give the same output: the modules
+# separated by one "// -----" line, and that output parses again.
+printf 'HloModule second\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)\n}\n' >"$t/second.hlo"
+run "$mlp" "$t/second.hlo"
+expect "two files" 0
+cp "$t/out" "$t/two.out"
+[ "$(grep -c '^// -----$' "$t/two.out")" = 1 ] && ok || bad "two files: want exactly one '// -----' line"
+grep -q '^HloModule second' "$t/two.out" && ok || bad "two files: second module missing"
+{ cat "$mlp"; echo; echo "// -----"; echo; cat "$t/second.hlo"; } >"$t/both.hlo"
+run "$t/both.hlo"
+expect "two modules in one file" 0
+same "two modules in one file" "$t/two.out" "$t/out"
+run "$t/two.out"
+expect "multi-module output re-parses" 0
+same "multi-module output re-parses" "$t/two.out" "$t/out"
+
+# ---- warnings ---------------------------------------------------------------
+# An unknown attribute is a warning on stderr; it does not change the exit
+# status or the output, and -w silences it.
+sed 's/^  ROOT subtract.40 = \(.*\)$/  ROOT subtract.40 = \1, xhloc_test_unknown_attr=7/' "$mlp" >"$t/warn.hlo"
+run "$t/warn.hlo"
+expect "unknown attribute warns" 0 "warning:"
+grep -qF "xhloc_test_unknown_attr" "$t/err" && ok || bad "the warning does not name the attribute"
+run -w "$t/warn.hlo"
+expect "-w" 0
+[ -s "$t/err" ] && bad "-w still printed: $(head -n 2 "$t/err")" || ok
+
+echo "check-cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

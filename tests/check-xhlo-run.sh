@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# check-xhlo-run.sh - xhlo-run's command line on the interpreter platform:
+# input spec forms, .npy files written by NumPy (every dtype, Fortran order,
+# big-endian, format 2.0), raw .bin files, output files (byte-identical .npy
+# round trips), --random-inputs, --expected-output with tolerances, and the
+# errors and exit codes (1 input or mismatch, 2 usage).
+#
+# Fixtures: testdata/xhlo-run/ (npy/ written by gen_npy.py with NumPy).
+# Run from the repository root; binaries in ${XHLOC_BIN:-build/bin}.
+set -u
+bin=${XHLOC_BIN:-build/bin}
+run=$bin/xhlo-run
+fx=testdata/xhlo-run
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect NAME STATUS PATTERN -- command...: the command exits with STATUS and
+# its combined output contains PATTERN (empty: anything).
+expect() {
+  local name=$1 want=$2 pat=$3 out rc
+  shift 4
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "$name: exit $rc, want $want"
+    printf '%s\n' "$out" | head -n 6 | sed 's/^/    /'
+  elif [ -n "$pat" ] && ! printf '%s' "$out" | grep -qF -- "$pat"; then
+    bad "$name: output lacks '$pat'"
+    printf '%s\n' "$out" | head -n 6 | sed 's/^/    /'
+  else
+    ok
+  fi
+}
+
+if [ ! -x "$run" ]; then
+  echo "check-xhlo-run: FAIL: $run is missing (run make)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+# A module that copies one T[2,3] parameter to its result.
+copy_module() { # type -> path
+  local p=$tmp/copy_$1.hlo
+  printf 'HloModule copy_%s\n\nENTRY e {\n  p = %s[2,3] parameter(0)\n  ROOT c = %s[2,3] copy(p)\n}\n' \
+    "$1" "$1" "$1" >"$p"
+  echo "$p"
+}
+
+# --- every NumPy dtype: read, compare with the text form, write back -------
+while IFS=$'\t' read -r t values; do
+  m=$(copy_module "$t")
+  expect "npy $t read" 0 "" -- "$run" "$m" --input=@$fx/npy/$t.npy \
+    "--expected-output=2x3x$t=$values" --quiet
+  expect "npy $t text" 0 "" -- "$run" "$m" "--input=2x3x$t=$values" \
+    --expected-output=@$fx/npy/$t.npy --quiet
+  expect "npy $t write" 0 "" -- "$run" "$m" --input=@$fx/npy/$t.npy --output=@$tmp/out_$t.npy
+  if cmp -s "$tmp/out_$t.npy" "$fx/npy/$t.npy"; then ok; else bad "npy $t: written file differs from NumPy's"; fi
+done <"$fx/npy/values.txt"
+
+f32vals="0.1 -1.5 3.4e38 1e-40 -0 2.5"
+m=$(copy_module f32)
+for v in fortran bigendian v2; do
+  expect "npy f32_$v" 0 "" -- "$run" "$m" --input=@$fx/npy/f32_$v.npy \
+    "--expected-output=2x3xf32=$f32vals" --quiet
+done
+mb=$(copy_module bf16)
+expect "npy bf16 (void dtype)" 0 "" -- "$run" "$mb" --input=@$fx/npy/bf16.npy \
+  "--expected-output=2x3xbf16=1 -2.5 0.1 3 1e30 -0" --quiet
+expect "bin bf16" 0 "" -- "$run" "$mb" --input=2x3xbf16=@$fx/npy/bf16.bin \
+  "--expected-output=2x3xbf16=1 -2.5 0.1 3 1e30 -0" --quiet
+expect "bin write" 0 "" -- "$run" "$mb" --input=2x3xbf16=@$fx/npy/bf16.bin --output=@$tmp/o.bin
+if cmp -s "$tmp/o.bin" "$fx/npy/bf16.bin"; then ok; else bad "bin bf16: written bytes differ"; fi
+expect "npy bf16 write" 0 "" -- "$run" "$mb" --input=@$fx/npy/bf16.npy --output=@$tmp/bf.npy
+expect "npy bf16 reread" 0 "" -- "$run" "$mb" --input=@$tmp/bf.npy --expected-output=@$fx/npy/bf16.npy --quiet
+
+# --- text spec forms -----------------------------------------------------------
+expect "nested" 0 "" -- "$run" "$m" "--input=[[1 2 3][4 5 6]]" \
+  "--expected-output=2x3xf32=1,2,3,4,5,6" --quiet
+expect "untyped" 0 "" -- "$run" "$m" "--input=1 2 3 4 5 6" "--expected-output=[[1 2 3][4 5 6]]" --quiet
+expect "zero fill" 0 "" -- "$run" "$m" "--input=2x3xf32=1 2" "--expected-output=2x3xf32=1 2 0 0 0 0" --quiet
+ms=$(copy_module s32)
+expect "iree names" 0 "" -- "$run" "$ms" "--input=2x3xi32=1 -2 3 4 5 6" "--expected-output=2x3xs32=1 -2 3 4 5 6" --quiet
+expect "print" 0 "f32[2,3] {
+  { 1, 2, 3 },
+  { 4, 5, 6 }
+}" -- "$run" "$m" "--input=2x3xf32=1 2 3 4 5 6"
+expect "print dash" 0 "s32[2,3] {" -- "$run" "$ms" "--input=2x3xs32=1 2 3 4 5 6" --output=-
+expect "skip output" 0 "" -- "$run" "$ms" "--input=2x3xs32=1 2 3 4 5 6" --output=
+
+# tuple parameters are flattened
+tp=$tmp/tuple.hlo
+cat >"$tp" <<'EOF'
+HloModule tuple_param
+
+ENTRY e {
+  p = (f32[2], (s32[], pred[3])) parameter(0)
+  q = f32[] parameter(1)
+  a = f32[2] get-tuple-element(p), index=0
+  b = (s32[], pred[3]) get-tuple-element(p), index=1
+  c = s32[] get-tuple-element(b), index=0
+  d = pred[3] get-tuple-element(b), index=1
+  ROOT t = (f32[], pred[3], s32[], f32[2]) tuple(q, d, c, a)
+}
+EOF
+expect "tuple params" 0 "" -- "$run" "$tp" "--input=2xf32=1 2" "--input=s32=-7" \
+  "--input=3xpred=true false 1" "--input=f32=0.5" "--expected-output=f32=0.5" \
+  "--expected-output=3xpred=1 0 1" "--expected-output=s32=-7" "--expected-output=2xf32=1 2" --quiet
+expect "tuple output files" 0 "" -- "$run" "$tp" "--input=2xf32=1 2" "--input=s32=-7" \
+  "--input=3xpred=1 0 1" "--input=f32=0.5" --output=- --output=@$tmp/p.npy --output= --output=@$tmp/a.bin
+if [ -s "$tmp/p.npy" ] && [ "$(stat -c %s "$tmp/a.bin")" = 8 ]; then ok; else bad "tuple output files not written"; fi
+
+# --- tolerances and mismatches --------------------------------------------------
+expect "within tol" 0 "" -- "$run" "$m" "--input=2x3xf32=1 2 3 4 5 6" \
+  "--expected-output=2x3xf32=1.001 2 3 4 5 6" --atol=0 --rtol=0.002 --quiet
+expect "mismatch" 1 "first at [0,0]: got 1, expected 1.001" -- "$run" "$m" "--input=2x3xf32=1 2 3 4 5 6" \
+  "--expected-output=2x3xf32=1.001 2 3 4 5 6" --quiet
+expect "nan equals nan" 0 "" -- "$run" "$m" "--input=2x3xf32=nan 2 3 4 5 inf" \
+  "--expected-output=2x3xf32=nan 2 3 4 5 inf" --quiet
+expect "inf mismatch" 1 "differ" -- "$run" "$m" "--input=2x3xf32=1 2 3 4 5 inf" \
+  "--expected-output=2x3xf32=1 2 3 4 5 -inf" --atol=1e30 --quiet
+expect "int exact" 1 "got 6, expected 7" -- "$run" "$ms" "--input=2x3xs32=1 2 3 4 5 6" \
+  "--expected-output=2x3xs32=1 2 3 4 5 7" --atol=10 --quiet
+
+# --- random inputs ------------------------------------------------------------
+r1=$("$run" "$m" --random-inputs 2>&1)
+r2=$("$run" "$m" --random-inputs --seed=42 2>&1)
+r3=$("$run" "$m" --random-inputs --seed=7 2>&1)
+if [ "$r1" = "$r2" ] && [ "$r1" != "$r3" ]; then ok; else bad "random inputs: not deterministic per seed"; fi
+gi=$tmp/gather.hlo
+cat >"$gi" <<'EOF'
+HloModule random_index
+
+ENTRY e {
+  x = f32[3,50] parameter(0)
+  i = s32[] parameter(1)
+  z = s32[] constant(0)
+  ROOT d = f32[3,1] dynamic-slice(x, z, i), dynamic_slice_sizes={3,1}
+}
+EOF
+expect "random index" 0 "f32[3,1]" -- "$run" "$gi" --random-inputs
+
+# --- errors ----------------------------------------------------------------------
+expect "input count" 1 "takes 1 input, 2 given" -- "$run" "$m" "--input=2x3xf32=1" "--input=f32=1"
+expect "no inputs" 1 "takes 1 input, 0 given" -- "$run" "$m"
+expect "input shape" 1 "input 0 is f32[3], expected f32[2,3]" -- "$run" "$m" "--input=3xf32=1 2 3"
+expect "input type" 1 "expected f32[2,3]" -- "$run" "$m" "--input=2x3xs32=1 2 3 4 5 6"
+expect "npy type" 1 "input 0 is s32[2,3], expected f32[2,3]" -- "$run" "$m" --input=@$fx/npy/s32.npy
+expect "bad value" 1 "not a f32 value" -- "$run" "$m" "--input=2x3xf32=1 2 x"
+expect "too many values" 1 "more than 6 values" -- "$run" "$m" "--input=2x3xf32=1 2 3 4 5 6 7"
+expect "missing file" 1 "cannot open" -- "$run" "$m" --input=@$tmp/nothere.npy
+expect "bad magic" 1 "bad magic" -- "$run" "$m" --input=@$fx/npy/bad_magic.npy
+expect "truncated npy" 1 "shorter than its header" -- "$run" "$m" --input=@$fx/npy/truncated.npy
+expect "bad npy header" 1 "no 'shape'" -- "$run" "$m" --input=@$fx/npy/bad_header.npy
+printf '12345' >"$tmp/five.bin"
+expect "bin size" 1 "five.bin has 5 bytes, bf16 needs 12" -- "$run" "$mb" --input=2x3xbf16=@$tmp/five.bin
+expect "output count" 1 "1 result, 2 --output given" -- "$run" "$m" "--input=2x3xf32=1" --output=- --output=-
+expect "expected count" 1 "--expected-output given" -- "$run" "$m" "--input=2x3xf32=1" \
+  --expected-output=2x3xf32=1 --expected-output=2x3xf32=1
+expect "parse error" 1 "error" -- "$run" "$fx/npy/values.txt" --platform=interpreter
+expect "missing module" 1 "cannot open" -- "$run" "$tmp/none.hlo"
+
+# --- usage -------------------------------------------------------------------------
+expect "help" 0 "usage: xhlo-run" -- "$run" --help
+expect "version" 0 "xhlo-run " -- "$run" --version
+expect "no module" 2 "no module given" -- "$run"
+expect "unknown option" 2 "unknown option" -- "$run" --frobnicate "$m"
+expect "bad platform" 2 "unknown --platform" -- "$run" --platform=tpu "$m"
+expect "random and input" 2 "exclude" -- "$run" "$m" --random-inputs "--input=2x3xf32=1"
+expect "bad atol" 2 "atol" -- "$run" "$m" --atol=abc
+
+echo "check-xhlo-run: $passed passed, $failed failed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

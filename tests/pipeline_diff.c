@@ -1,0 +1,398 @@
+/*
+ * pipeline_diff.c - the default pipeline on every module of an HLO corpus,
+ * checked against the interpreter.
+ *
+ *   pipeline_diff [--mem-budget BYTES] [--time-budget SECONDS] [--seed N]
+ *                 [--run-passes A,B,...] [--verbose] [--only SUBSTRING] DIR...
+ *
+ * For each DIR/ *.hlo (name order, directories in turn) a child process parses and verifies the
+ * file twice, runs the default pipeline (or the --run-passes list; the
+ * verifier after every pass) on the second copy of each module and verifies
+ * the result.  Then it runs both
+ * copies in the interpreter on the same deterministic random inputs (index
+ * operands in range) and compares the outputs: integers and pred exactly,
+ * floats within a tight tolerance.  Every module ends as one of:
+ *
+ *   checked     the pipeline ran and both runs agree
+ *   unchecked   the pipeline ran; the interpreter cannot run the original
+ *               within the budgets (or refuses an op), or the module uses
+ *               `rng`, whose values depend on evaluation order
+ *   skipped     the front end rejects the file
+ *   FAILED      the pipeline failed or broke the module, the optimized
+ *               module does not run where the original did, the outputs
+ *               differ, or the child crashed or hit the hard timeout
+ *
+ * Ends with the counts and "N passed, N failed" (passed = checked +
+ * unchecked + skipped); exits 1 when anything failed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../lib/eval/eval.h"
+#include "../passes/passes.h"
+
+typedef struct Opts {
+  int64_t mem_budget;
+  double time_budget;
+  uint64_t seed;
+  bool verbose;
+  const char *only;
+  const char *run_passes;         /* NULL: the default pipeline */
+} Opts;
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void flatten(const Shape *s, PtrVec *out) {
+  if (s->et == ET_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++)
+      flatten(s->tuple[k], out);
+    return;
+  }
+  vec_push(out, (void *)s);
+}
+
+static int64_t input_bytes(const HloComp *e) {
+  PtrVec leaves = {0};
+  for (int k = 0; k < e->nparams; k++)
+    flatten(e->params[k]->shape, &leaves);
+  int64_t total = 0;
+  for (int k = 0; k < leaves.len; k++) {
+    const Shape *s = leaves.data[k];
+    int64_t b = shape_is_array(s) ? shape_byte_size(s) : 0;
+    total = b < 0 || total > INT64_MAX - b ? INT64_MAX : total + b;
+  }
+  vec_free(&leaves);
+  return total;
+}
+
+static Literal *build_arg(Arena *a, const Shape *s, Literal **leaves, int *at) {
+  if (s->et != ET_TUPLE) {
+    Literal *l = leaves[(*at)++];
+    if (!l) {
+      l = ARENA_NEW(a, Literal);
+      l->shape = (Shape *)s;
+    }
+    return l;
+  }
+  Literal *t = ARENA_NEW(a, Literal);
+  t->shape = (Shape *)s;
+  t->ntuple = s->ntuple;
+  t->tuple = ARENA_ARRAY(a, Literal *, s->ntuple ? s->ntuple : 1);
+  for (int k = 0; k < s->ntuple; k++)
+    t->tuple[k] = build_arg(a, s->tuple[k], leaves, at);
+  return t;
+}
+
+static bool uses_rng(const HloModule *m) {
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++)
+      if (m->comps[c]->instrs[k]->op == HLO_RNG)
+        return true;
+  return false;
+}
+
+/* Tolerances by element type: the pipeline does not reassociate, so floats
+ * differ at most by a rounding or two where a rewrite evaluates an
+ * equivalent form. */
+static void tolerance(ElemType et, double *atol, double *rtol) {
+  switch (et) {
+  case ET_F64: *atol = 1e-12; *rtol = 1e-12; break;
+  case ET_F32: case ET_C64: *atol = 1e-6; *rtol = 1e-5; break;
+  default: *atol = 1e-2; *rtol = 1e-2; break; /* f16, bf16, f8 */
+  }
+}
+
+/* Compares result leaves; on a mismatch writes why to `why`. */
+static bool same_results(const Literal *got, const Literal *want, StrBuf *why) {
+  Literal **g, **w;
+  int ng = io_literal_leaves(got, &g);
+  int nw = io_literal_leaves(want, &w);
+  bool ok = ng == nw;
+  if (!ok)
+    sb_printf(why, "%d result leaves, expected %d", ng, nw);
+  for (int k = 0; ok && k < ng; k++) {
+    if (!w[k]->shape || !shape_is_array(w[k]->shape))
+      continue;
+    double atol = 0, rtol = 0;
+    ElemType et = w[k]->shape->et;
+    if (et_is_float(et) || et_is_complex(et))
+      tolerance(et, &atol, &rtol);
+    StrBuf b;
+    sb_init(&b);
+    if (!io_compare(g[k], w[k], atol, rtol, &b)) {
+      sb_printf(why, "result %d: %s", k, b.s ? b.s : "differs");
+      ok = false;
+    }
+    sb_free(&b);
+  }
+  free(g);
+  free(w);
+  return ok;
+}
+
+/* Runs the optimized module.  A module that ran just under the time
+ * budget may run just over it: the clock decides, so it gets twice. */
+static bool run_optimized(const HloModule *opt, Literal *const *args, Arena *a,
+                          EvalOptions *eo, Literal **got, Diag *d,
+                          EvalStatus *st) {
+  if (eval_module(opt, opt->entry->nparams, args, a, eo, got, d, st))
+    return true;
+  if (st->kind != EVAL_ERR_RESOURCE || strcmp(st->what, "time") != 0)
+    return false;
+  diag_clear(d);
+  eo->time_budget *= 2;
+  return eval_module(opt, opt->entry->nparams, args, a, eo, got, d, st);
+}
+
+/* Writes one line: "CHECKED", "UNCHECKED why", "FAILED why". */
+static void run_module(HloModule *orig, HloModule *opt, const Opts *o,
+                       FILE *out) {
+  Diag d = {0};
+  PipelineOptions po = {.verify_each = true, .run_passes = o->run_passes};
+  if (!pipeline_run(opt, &po, &d) || !hlo_verify(opt, &d)) {
+    fprintf(out, "FAILED pipeline: %s\n", d.msg ? d.msg : "?");
+    diag_clear(&d);
+    return;
+  }
+  const HloComp *e = orig->entry;
+  if (!e) {
+    fprintf(out, "UNCHECKED no entry\n");
+    return;
+  }
+  if (uses_rng(orig)) {
+    fprintf(out, "UNCHECKED rng\n");
+    return;
+  }
+  if (o->mem_budget > 0 && input_bytes(e) > o->mem_budget) {
+    fprintf(out, "UNCHECKED budget\n");
+    return;
+  }
+  PtrVec leaves = {0};
+  for (int k = 0; k < e->nparams; k++)
+    flatten(e->params[k]->shape, &leaves);
+  int64_t *bounds;
+  int nb = io_index_bounds(orig, &bounds);
+  Arena *a = arena_new();
+  Literal **vals = xcalloc((size_t)leaves.len + 1, sizeof *vals);
+  for (int k = 0; k < leaves.len; k++) {
+    const Shape *s = leaves.data[k];
+    if (shape_is_array(s))
+      vals[k] = io_random_literal(a, s, o->seed * 1000003u + (uint64_t)k,
+                                  k < nb ? bounds[k] : -1);
+  }
+  Literal **args = xcalloc((size_t)e->nparams + 1, sizeof *args);
+  int at = 0;
+  for (int k = 0; k < e->nparams; k++)
+    args[k] = build_arg(a, e->params[k]->shape, vals, &at);
+  EvalOptions eo;
+  eval_options_default(&eo);
+  eo.mem_budget = o->mem_budget;
+  eo.time_budget = o->time_budget;
+  eo.rng_seed = o->seed;
+  EvalStatus st;
+  Literal *want = NULL, *got = NULL;
+  bool ran = eval_module(orig, e->nparams, args, a, &eo, &want, &d, &st);
+  if (!ran)
+    fprintf(out, "UNCHECKED interpreter: %s\n",
+            st.kind == EVAL_ERR_UNSUPPORTED ? st.what
+            : st.kind == EVAL_ERR_RESOURCE  ? "budget"
+                                            : "error");
+  diag_clear(&d);
+  if (!ran) {
+    /* nothing to compare */
+  } else if (!run_optimized(opt, args, a, &eo, &got, &d, &st)) {
+    char *msg = d.msg ? d.msg : "?";
+    for (char *p = msg; *p; p++)
+      if (*p == '\n')
+        *p = ' ';
+    fprintf(out, "FAILED the optimized module does not run: %s\n", msg);
+  } else {
+    StrBuf why;
+    sb_init(&why);
+    if (same_results(got, want, &why)) {
+      fprintf(out, "CHECKED\n");
+    } else {
+      for (char *p = why.s; p && *p; p++)
+        if (*p == '\n')
+          *p = ' ';
+      fprintf(out, "FAILED outputs differ: %s\n", why.s ? why.s : "");
+    }
+    sb_free(&why);
+  }
+  diag_clear(&d);
+  free(args);
+  free(vals);
+  free(bounds);
+  vec_free(&leaves);
+  arena_free(a);
+}
+
+static void child(const char *path, const Opts *o, int fd) {
+  FILE *out = fdopen(fd, "w");
+  setvbuf(out, NULL, _IOLBF, 0);
+  Diag d = {0};
+  SrcFile *src = srcfile_read(path, &d);
+  if (!src) {
+    fprintf(out, "SKIPPED unreadable\n");
+    _exit(0);
+  }
+  ParseOptions popts = {.strip_glog_prefixes = true};
+  HloModule **orig = NULL, **opt = NULL;
+  int n = hlo_parse(src, &popts, &orig, &d);
+  int n2 = n > 0 ? hlo_parse(src, &popts, &opt, &d) : -1;
+  if (n < 0 || n2 != n) {
+    fprintf(out, "SKIPPED parse\n");
+    _exit(0);
+  }
+  for (int k = 0; k < n; k++) {
+    Diag vd = {0};
+    if (!hlo_verify(orig[k], &vd)) {
+      fprintf(out, "SKIPPED verify\n");
+      diag_clear(&vd);
+      continue;
+    }
+    run_module(orig[k], opt[k], o, out);
+  }
+  fclose(out);
+  _exit(0);
+}
+
+int main(int argc, char **argv) {
+  Opts o = {.mem_budget = 256 << 20, .time_budget = 2, .seed = 42};
+  StrVec dirs = {0};
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--mem-budget") == 0 && k + 1 < argc)
+      o.mem_budget = atoll(argv[++k]);
+    else if (strcmp(argv[k], "--time-budget") == 0 && k + 1 < argc)
+      o.time_budget = atof(argv[++k]);
+    else if (strcmp(argv[k], "--seed") == 0 && k + 1 < argc)
+      o.seed = strtoull(argv[++k], NULL, 0);
+    else if (strcmp(argv[k], "--verbose") == 0)
+      o.verbose = true;
+    else if (strcmp(argv[k], "--only") == 0 && k + 1 < argc)
+      o.only = argv[++k];
+    else if (strcmp(argv[k], "--run-passes") == 0 && k + 1 < argc)
+      o.run_passes = argv[++k];
+    else if (argv[k][0] != '-')
+      vec_push(&dirs, argv[k]);
+    else {
+      fprintf(stderr, "usage: pipeline_diff [--mem-budget B] [--time-budget S] "
+                      "[--seed N] [--run-passes A,B] [--verbose] [--only SUB] "
+                      "DIR...\n");
+      return 2;
+    }
+  }
+  if (dirs.len == 0) {
+    fprintf(stderr, "pipeline_diff: no corpus directory\n");
+    return 2;
+  }
+  StrVec files = {0};
+  for (int di = 0; di < dirs.len; di++) {
+    const char *dir = dirs.data[di];
+    DIR *dp = opendir(dir);
+    if (!dp) {
+      fprintf(stderr, "pipeline_diff: cannot open %s: %s\n", dir,
+              strerror(errno));
+      printf("0 passed, 1 failed\n");
+      return 1;
+    }
+    StrVec names = {0};
+    struct dirent *de;
+    while ((de = readdir(dp))) {
+      size_t l = strlen(de->d_name);
+      if (l > 4 && strcmp(de->d_name + l - 4, ".hlo") == 0 &&
+          (!o.only || strstr(de->d_name, o.only)))
+        vec_push(&names, xstrdup(de->d_name));
+    }
+    closedir(dp);
+    qsort(names.data, (size_t)names.len, sizeof(char *), cmp_str);
+    for (int k = 0; k < names.len; k++) {
+      StrBuf p;
+      sb_init(&p);
+      sb_printf(&p, "%s/%s", dir, names.data[k]);
+      vec_push(&files, sb_detach(&p));
+      free(names.data[k]);
+    }
+    vec_free(&names);
+  }
+  vec_free(&dirs);
+
+  int n_checked = 0, n_unchecked = 0, n_skip = 0, n_fail = 0;
+  StrVec failures = {0};
+  for (int f = 0; f < files.len; f++) {
+    const char *path = files.data[f];
+    int pfd[2];
+    if (pipe(pfd) != 0) {
+      perror("pipe");
+      return 1;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(pfd[0]);
+      alarm((unsigned)(o.time_budget * 4 + 60));
+      child(path, &o, pfd[1]);
+    }
+    close(pfd[1]);
+    FILE *in = fdopen(pfd[0], "r");
+    char line[8192];
+    int seen = 0;
+    while (fgets(line, sizeof line, in)) {
+      size_t l = strlen(line);
+      if (l && line[l - 1] == '\n')
+        line[--l] = 0;
+      seen++;
+      if (strncmp(line, "CHECKED", 7) == 0) {
+        n_checked++;
+      } else if (strncmp(line, "UNCHECKED", 9) == 0) {
+        n_unchecked++;
+      } else if (strncmp(line, "SKIPPED", 7) == 0) {
+        n_skip++;
+      } else {
+        n_fail++;
+        char msg[8400];
+        snprintf(msg, sizeof msg, "%s: %s", files.data[f], line);
+        vec_push(&failures, xstrdup(msg));
+      }
+      if (o.verbose)
+        printf("%s: %s\n", files.data[f], line);
+    }
+    fclose(in);
+    int status;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      n_fail++;
+      char msg[4200];
+      if (WIFSIGNALED(status))
+        snprintf(msg, sizeof msg, "%s: CRASHED with signal %d (%s) after %d module(s)",
+                 files.data[f], WTERMSIG(status),
+                 WTERMSIG(status) == SIGALRM ? "hard timeout"
+                                             : strsignal(WTERMSIG(status)),
+                 seen);
+      else
+        snprintf(msg, sizeof msg, "%s: child exited with status %d",
+                 files.data[f], WEXITSTATUS(status));
+      vec_push(&failures, xstrdup(msg));
+      if (o.verbose)
+        printf("%s\n", msg);
+    }
+  }
+  printf("pipeline diff: %d files: %d modules checked against the interpreter, "
+         "%d optimized but not checked (interpreter budget, unsupported op or "
+         "rng), %d skipped (front end rejects), %d FAILED\n",
+         files.len, n_checked, n_unchecked, n_skip, n_fail);
+  for (int k = 0; k < failures.len; k++)
+    printf("FAILED: %s\n", failures.data[k]);
+  printf("%d passed, %d failed\n", n_checked + n_unchecked + n_skip, n_fail);
+  for (int k = 0; k < files.len; k++)
+    free(files.data[k]);
+  vec_free(&files);
+  return n_fail ? 1 : 0;
+}

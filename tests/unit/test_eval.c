@@ -1,0 +1,302 @@
+/*
+ * test_eval.c - unit tests of the interpreter's API (lib/eval): budgets and
+ * the kinds of refusal, argument checking, dead-value freeing, the `rng` op
+ * (properties only: its values are not reproducible across
+ * implementations), the scalar-computation fallback, and the literal I/O
+ * helpers the drivers use (input specs, comparison, random inputs and index
+ * bounds).  Op semantics are covered by the golden tests (check-eval.sh).
+ */
+#include <criterion/criterion.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../lib/eval/eval.h"
+
+static HloModule **Mods;
+static int NMods;
+static SrcFile *Src;
+static Arena *A;
+static Diag D;
+
+static void teardown(void) {
+  for (int k = 0; k < NMods; k++) hlo_module_free(Mods[k]);
+  free(Mods);
+  Mods = NULL;
+  NMods = 0;
+  if (Src) srcfile_free(Src);
+  Src = NULL;
+  if (A) arena_free(A);
+  A = NULL;
+  diag_clear(&D);
+}
+
+TestSuite(eval, .fini = teardown);
+
+static HloModule *parse(const char *text) {
+  Src = srcfile_from_string("test.hlo", text, strlen(text));
+  ParseOptions po = {.strip_glog_prefixes = true};
+  NMods = hlo_parse(Src, &po, &Mods, &D);
+  cr_assert(NMods >= 1, "parse: %s", D.msg);
+  cr_assert(hlo_verify(Mods[0], &D), "verify: %s", D.msg);
+  A = arena_new();
+  return Mods[0];
+}
+
+static Literal *input(const char *spec, const Shape *want) {
+  Literal *l = io_parse_input(A, spec, want, &D);
+  cr_assert(l, "input %s: %s", spec, D.msg);
+  return l;
+}
+
+static bool run(HloModule *m, int n, Literal **args, const EvalOptions *o,
+                Literal **out, EvalStatus *st) {
+  return eval_module(m, n, args, A, o, out, &D, st);
+}
+
+static const char *chain =
+  "HloModule chain\n"
+  "ENTRY e {\n"
+  "  x = f32[262144] parameter(0)\n"
+  "  a = f32[262144] add(x, x)\n"
+  "  b = f32[262144] multiply(a, a)\n"
+  "  c = f32[262144] add(b, x)\n"
+  "  d = f32[262144] subtract(c, a)\n"
+  "  e = f32[262144] add(d, d)\n"
+  "  f = f32[262144] negate(e)\n"
+  "  g = f32[262144] exponential(f)\n"
+  "  ROOT h = f32[262144] add(g, g)\n"
+  "}\n";
+
+Test(eval, dead_values_are_freed) {
+  HloModule *m = parse(chain);
+  Literal *x = io_random_literal(A, m->entry->params[0]->shape, 1, -1);
+  Literal *out;
+  EvalStatus st;
+  cr_assert(run(m, 1, &x, NULL, &out, &st), "%s", D.msg);
+  /* 1 MiB per array: the argument, at most three live values and the result */
+  cr_assert_leq(st.peak_bytes, 5 << 20, "peak %lld", (long long)st.peak_bytes);
+  cr_assert_geq(st.peak_bytes, 2 << 20);
+}
+
+Test(eval, memory_budget_is_a_resource_error) {
+  HloModule *m = parse(chain);
+  Literal *x = io_random_literal(A, m->entry->params[0]->shape, 1, -1);
+  EvalOptions o;
+  eval_options_default(&o);
+  o.mem_budget = 2 << 20;
+  Literal *out;
+  EvalStatus st;
+  cr_assert_not(run(m, 1, &x, &o, &out, &st));
+  cr_assert_eq(st.kind, EVAL_ERR_RESOURCE);
+  cr_assert_str_eq(st.what, "memory");
+  cr_assert(strstr(D.msg, "memory budget") != NULL, "%s", D.msg);
+}
+
+Test(eval, time_budget_is_a_resource_error) {
+  HloModule *m = parse(
+    "HloModule forever\n"
+    "cond {\n  p = s32[] parameter(0)\n  ROOT t = pred[] constant(true)\n}\n"
+    "body {\n  p = s32[] parameter(0)\n  one = s32[] constant(1)\n"
+    "  ROOT a = s32[] add(p, one)\n}\n"
+    "ENTRY e {\n  z = s32[] constant(0)\n"
+    "  ROOT w = s32[] while(z), condition=cond, body=body\n}\n");
+  EvalOptions o;
+  eval_options_default(&o);
+  o.time_budget = 0.2;
+  Literal *out;
+  EvalStatus st;
+  cr_assert_not(run(m, 0, NULL, &o, &out, &st));
+  cr_assert_eq(st.kind, EVAL_ERR_RESOURCE);
+  cr_assert_str_eq(st.what, "time");
+}
+
+Test(eval, unsupported_ops_are_named) {
+  HloModule *m = parse(
+    "HloModule cc\n"
+    "ENTRY e {\n  x = f32[2] parameter(0)\n"
+    "  ROOT c = f32[2] custom-call(x), custom_call_target=\"my_kernel\"\n}\n");
+  Literal *x = input("2xf32=1 2", NULL);
+  Literal *out;
+  EvalStatus st;
+  cr_assert_not(run(m, 1, &x, NULL, &out, &st));
+  cr_assert_eq(st.kind, EVAL_ERR_UNSUPPORTED);
+  cr_assert_str_eq(st.what, "custom-call:my_kernel");
+  cr_assert(strstr(D.msg, "my_kernel") != NULL);
+  cr_assert_eq(D.loc.line, 4);
+}
+
+Test(eval, arguments_are_checked) {
+  HloModule *m = parse(
+    "HloModule args\n"
+    "ENTRY e {\n  x = f32[2] parameter(0)\n  ROOT n = f32[2] negate(x)\n}\n");
+  Literal *out;
+  EvalStatus st;
+  cr_assert_not(run(m, 0, NULL, NULL, &out, &st));
+  cr_assert_eq(st.kind, EVAL_ERR_INPUT);
+  diag_clear(&D);
+  Literal *bad = input("3xf32=1 2 3", NULL);
+  cr_assert_not(run(m, 1, &bad, NULL, &out, &st));
+  cr_assert_eq(st.kind, EVAL_ERR_INPUT);
+  cr_assert(strstr(D.msg, "f32[3]") && strstr(D.msg, "f32[2]"), "%s", D.msg);
+  diag_clear(&D);
+  Literal *ok = input("2xf32=1 -2", NULL);
+  cr_assert(run(m, 1, &ok, NULL, &out, &st), "%s", D.msg);
+  Literal *want = input("2xf32=-1 2", NULL);
+  StrBuf why;
+  sb_init(&why);
+  cr_assert(io_compare(out, want, 0, 0, &why), "%s", why.s);
+  sb_free(&why);
+}
+
+Test(eval, rng_op_properties) {
+  HloModule *m = parse(
+    "HloModule rng\n"
+    "ENTRY e {\n"
+    "  lo = f32[] constant(-2)\n  hi = f32[] constant(3)\n"
+    "  u = f32[10000] rng(lo, hi), distribution=rng_uniform\n"
+    "  ilo = s32[] constant(5)\n  ihi = s32[] constant(9)\n"
+    "  i = s32[10000] rng(ilo, ihi), distribution=rng_uniform\n"
+    "  mu = f32[] constant(1)\n  sd = f32[] constant(2)\n"
+    "  n = f32[10000] rng(mu, sd), distribution=rng_normal\n"
+    "  ROOT t = (f32[10000], s32[10000], f32[10000]) tuple(u, i, n)\n}\n");
+  Literal *out1, *out2, *out3;
+  EvalStatus st;
+  EvalOptions o;
+  eval_options_default(&o);
+  cr_assert(run(m, 0, NULL, &o, &out1, &st), "%s", D.msg);
+  cr_assert(run(m, 0, NULL, &o, &out2, &st), "%s", D.msg);
+  o.rng_seed = 7;
+  cr_assert(run(m, 0, NULL, &o, &out3, &st), "%s", D.msg);
+  const float *u = (const float *)out1->tuple[0]->data;
+  const int32_t *iv = (const int32_t *)out1->tuple[1]->data;
+  const float *nv = (const float *)out1->tuple[2]->data;
+  double sum = 0, sq = 0, usum = 0;
+  int seen[4] = {0};
+  for (int k = 0; k < 10000; k++) {
+    cr_assert(u[k] >= -2 && u[k] < 3);
+    cr_assert(iv[k] >= 5 && iv[k] < 9);
+    seen[iv[k] - 5]++;
+    usum += u[k];
+    sum += nv[k];
+    sq += (double)nv[k] * nv[k];
+  }
+  for (int k = 0; k < 4; k++) cr_assert_gt(seen[k], 2000);
+  cr_assert(fabs(usum / 10000 - 0.5) < 0.1);
+  double mean = sum / 10000, sdv = sqrt(sq / 10000 - mean * mean);
+  cr_assert(fabs(mean - 1) < 0.1 && fabs(sdv - 2) < 0.1, "mean %g sd %g", mean, sdv);
+  cr_assert(literal_equal(out1, out2), "same seed, different values");
+  cr_assert_not(literal_equal(out1, out3), "different seeds, same values");
+}
+
+Test(eval, general_reducer_matches_native) {
+  /* the reducer calls another computation, so it runs through the general
+   * interpreter; the order of application must be the same as the native
+   * f32 loop's */
+  HloModule *m = parse(
+    "HloModule reducers\n"
+    "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+    "  ROOT s = f32[] add(x, y)\n}\n"
+    "wrapped {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+    "  ROOT c = f32[] call(x, y), to_apply=add\n}\n"
+    "ENTRY e {\n  x = f32[7,300] parameter(0)\n  z = f32[] constant(0)\n"
+    "  a = f32[7] reduce(x, z), dimensions={1}, to_apply=add\n"
+    "  b = f32[7] reduce(x, z), dimensions={1}, to_apply=wrapped\n"
+    "  ROOT t = (f32[7], f32[7]) tuple(a, b)\n}\n");
+  Literal *x = io_random_literal(A, m->entry->params[0]->shape, 3, -1);
+  Literal *out;
+  EvalStatus st;
+  cr_assert(run(m, 1, &x, NULL, &out, &st), "%s", D.msg);
+  cr_assert(memcmp(out->tuple[0]->data, out->tuple[1]->data, 7 * 4) == 0);
+}
+
+Test(eval, input_specs) {
+  int64_t d23[2] = {2, 3};
+  Shape *s = shape_array(A = arena_new(), ET_S32, 2, d23);
+  Literal *l = input("[[1 2 3][4 5 6]]", s);
+  cr_assert_eq(l->shape->et, ET_S32);
+  cr_assert_eq(((int32_t *)l->data)[5], 6);
+  l = input("2x3xi32=1,2", NULL);
+  cr_assert_eq(((int32_t *)l->data)[1], 2);
+  cr_assert_eq(((int32_t *)l->data)[2], 0);
+  l = input("c64=1.5-2j", NULL);
+  cr_assert(((float *)l->data)[0] == 1.5f && ((float *)l->data)[1] == -2.0f);
+  l = input("3xpred=true 0 1", NULL);
+  cr_assert(l->data[0] == 1 && l->data[1] == 0 && l->data[2] == 1);
+  l = input("2xbf16=1 0.1", NULL);
+  cr_assert_eq(((uint16_t *)l->data)[1], 0x3dcd);
+  cr_assert_null(io_parse_input(A, "2xf32=1 2 3", NULL, &D));
+  diag_clear(&D);
+  cr_assert_null(io_parse_input(A, "1 2", NULL, &D));
+  cr_assert(strstr(D.msg, "give the shape") != NULL);
+  diag_clear(&D);
+  cr_assert_null(io_parse_input(A, "2xu8=1 -1", NULL, &D));
+  diag_clear(&D);
+  cr_assert_null(io_parse_input(A, "2xs8=1 1e5x", NULL, &D));
+  diag_clear(&D);
+}
+
+Test(eval, compare_semantics) {
+  A = arena_new();
+  StrBuf why;
+  sb_init(&why);
+  Literal *a = input("4xf32=1 nan inf -0", NULL);
+  Literal *b = input("4xf32=1.0001 nan inf 0", NULL);
+  cr_assert_not(io_compare(a, b, 0, 0, &why));
+  cr_assert(strstr(why.s, "1 of 4 elements differ; first at [0]") != NULL, "%s", why.s);
+  sb_clear(&why);
+  cr_assert(io_compare(a, b, 1e-3, 0, &why), "%s", why.s);
+  cr_assert(io_compare(a, b, 0, 1e-3, &why), "%s", why.s);
+  Literal *c = input("4xf32=1 0 inf -0", NULL);
+  cr_assert_not(io_compare(a, c, 1e9, 1e9, &why), "NaN must not match a number");
+  Literal *d = input("4xs32=1 2 3 4", NULL);
+  cr_assert_not(io_compare(a, d, 1e9, 1e9, &why), "types differ");
+  sb_free(&why);
+}
+
+Test(eval, random_inputs_respect_index_bounds) {
+  HloModule *m = parse(
+    "HloModule idx\n"
+    "inner {\n  x = f32[10,4] parameter(0)\n  i = s64[] parameter(1)\n"
+    "  z = s64[] constant(0)\n"
+    "  ROOT d = f32[3,4] dynamic-slice(x, i, z), dynamic_slice_sizes={3,4}\n}\n"
+    "ENTRY e {\n  x = f32[10,4] parameter(0)\n  i = s32[] parameter(1)\n"
+    "  g = s32[5,1] parameter(2)\n  y = f32[8] parameter(3)\n"
+    "  c = s64[] convert(i)\n"
+    "  f = f32[3,4] fusion(x, c), kind=kLoop, calls=inner\n"
+    "  gi = f32[5,2] gather(y, g), offset_dims={1}, collapsed_slice_dims={}, "
+    "start_index_map={0}, index_vector_dim=1, slice_sizes={2}\n"
+    "  ROOT t = (f32[3,4], f32[5,2]) tuple(f, gi)\n}\n");
+  int64_t *bounds;
+  int n = io_index_bounds(m, &bounds);
+  cr_assert_eq(n, 4);
+  cr_assert_eq(bounds[0], -1);
+  cr_assert_eq(bounds[1], 7);
+  cr_assert_eq(bounds[2], 6);
+  cr_assert_eq(bounds[3], -1);
+  Literal *g = io_random_literal(A, m->entry->params[2]->shape, 5, bounds[2]);
+  for (int k = 0; k < 5; k++) {
+    int32_t v = ((int32_t *)g->data)[k];
+    cr_assert(v >= 0 && v <= 6);
+  }
+  free(bounds);
+}
+
+Test(eval, literal_text) {
+  A = arena_new();
+  StrBuf b;
+  sb_init(&b);
+  io_print_literal(&b, input("2x2xf32=1 2.5 -0 nan", NULL));
+  cr_assert_str_eq(b.s, "f32[2,2] {\n  { 1, 2.5 },\n  { -0, nan }\n}");
+  sb_clear(&b);
+  io_print_literal(&b, input("3xpred=1 0 1", NULL));
+  cr_assert_str_eq(b.s, "pred[3] {1, 0, 1}");
+  sb_clear(&b);
+  io_print_literal(&b, input("s32=-7", NULL));
+  cr_assert_str_eq(b.s, "s32[] -7");
+  sb_clear(&b);
+  io_print_literal(&b, input("2x1x2xu8=1 2 3 4", NULL));
+  cr_assert_str_eq(b.s, "u8[2,1,2] {\n{\n  { 1, 2 }\n},\n{\n  { 3, 4 }\n}\n}");
+  sb_free(&b);
+}
