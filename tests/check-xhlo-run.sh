@@ -163,6 +163,11 @@ expect "expected count" 1 "--expected-output given" -- "$run" "$m" "--input=2x3x
   --expected-output=2x3xf32=1 --expected-output=2x3xf32=1
 expect "parse error" 1 "error" -- "$run" "$fx/npy/values.txt" --platform=interpreter
 expect "missing module" 1 "cannot open" -- "$run" "$tmp/none.hlo"
+expect "input budget" 1 "the inputs need 24 bytes, more than the memory budget of 10 bytes" -- \
+  "$run" "$m" --random-inputs --mem-budget=10
+neg=$tmp/neg.hlo
+printf 'HloModule neg\n\nENTRY e {\n  p = f32[2,3] parameter(0)\n  ROOT n = f32[2,3] negate(p)\n}\n' >"$neg"
+expect "run budget" 1 "memory budget of 40 bytes exceeded" -- "$run" "$neg" --random-inputs --mem-budget=40
 
 # --- usage -------------------------------------------------------------------------
 expect "help" 0 "usage: xhlo-run" -- "$run" --help

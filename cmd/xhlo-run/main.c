@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "../../lib/eval/eval.h"
 
@@ -43,7 +44,8 @@ static const char usage_text[] =
   "                         mismatch exits 1 naming the first differing element\n"
   "  --atol=A, --rtol=R     an element fails when |a-e| > A + R*|e| (NaN equals\n"
   "                         NaN; integers compare exactly); default 1e-5 each\n"
-  "  --mem-budget=BYTES     refuse to run past this many live bytes (default none)\n"
+  "  --mem-budget=BYTES     refuse inputs and runs that need more memory than\n"
+  "                         this (default: half the machine's memory)\n"
   "  --time-budget=SECONDS  refuse to run longer than this (default none)\n"
   "  --quiet                do not print results (with --expected-output)\n"
   "  --help                 this text\n"
@@ -115,6 +117,13 @@ static void flatten(const Shape *s, PtrVec *out) {
   vec_push(out, (void *)s);
 }
 
+/* Half the physical memory: the default memory budget. */
+static int64_t default_budget(void) {
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || size <= 0) return (int64_t)4 << 30;
+  return (int64_t)pages * size / 2;
+}
+
 typedef struct RunOpts {
   StrVec *inputs, *outputs, *expected;
   bool random_inputs, quiet;
@@ -151,6 +160,18 @@ static int run(const RunOpts *o, const char *path) {
 
   /* entry parameter leaves, flattened */
   for (int k = 0; k < entry->nparams; k++) flatten(entry->params[k]->shape, &leaves);
+  int64_t budget = o->mem_budget > 0 ? o->mem_budget : default_budget();
+  int64_t need = 0;
+  for (int k = 0; k < leaves.len; k++) {
+    const Shape *s = leaves.data[k];
+    int64_t b = shape_is_array(s) ? shape_byte_size(s) : 0;
+    need = b < 0 || need > INT64_MAX - b ? INT64_MAX : need + b;
+  }
+  if (need > budget) {
+    fprintf(stderr, "xhlo-run: %s: the inputs need %lld bytes, more than the memory "
+            "budget of %lld bytes (--mem-budget)\n", path, (long long)need, (long long)budget);
+    goto out;
+  }
   leaf_vals = xcalloc((size_t)leaves.len + 1, sizeof *leaf_vals);
   if (o->random_inputs) {
     int64_t *bounds;
@@ -195,7 +216,7 @@ static int run(const RunOpts *o, const char *path) {
   EvalOptions eo;
   eval_options_default(&eo);
   eo.rng_seed = o->seed;
-  eo.mem_budget = o->mem_budget;
+  eo.mem_budget = budget;
   eo.time_budget = o->time_budget;
   Literal *result = NULL;
   EvalStatus st;

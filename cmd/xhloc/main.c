@@ -219,11 +219,11 @@ static int parse_options(int argc, char **argv) {
 
 /*
  * The pipeline for one file: parse, verify, the HLO passes (stage hlo),
- * print.  Appends the output of
- * each module to out (after a separator when out is not empty) and returns
- * false with the error in d on the first failure.
+ * print.  Streams the output of each module to out (after a separator when
+ * something was written before) and returns false with the error in d on
+ * the first failure.
  */
-static bool compile_file(const char *path, StrBuf *out, Diag *d) {
+static bool compile_file(const char *path, Output *out, bool *wrote, Diag *d) {
   SrcFile *src = srcfile_read(path, d);
   if (!src) {
     diag_print(d, stderr);
@@ -246,17 +246,25 @@ static bool compile_file(const char *path, StrBuf *out, Diag *d) {
     case STAGE_PARSED:
     case STAGE_INDEXING:
     case STAGE_HLO:
-      if (out->len > 0) {
-        /* One blank line, the separator, one blank line. */
-        while (out->len < 2 || memcmp(out->s + out->len - 2, "\n\n", 2) != 0)
-          sb_putc(out, '\n');
-        sb_puts(out, module_separator);
-        sb_putc(out, '\n');
+      if (*wrote) {
+        /* Module texts end in one blank line; then the separator, then a
+         * blank line. */
+        fputs(module_separator, out->f);
+        fputc('\n', out->f);
       }
-      if (opt_stage == STAGE_INDEXING)
-        indexing_print_module(out, mods[i], opt_input_to_output);
-      else
-        hlo_print_module(out, mods[i], &print_options_default);
+      if (opt_stage == STAGE_INDEXING) {
+        StrBuf b;
+        sb_init(&b);
+        indexing_print_module(&b, mods[i], opt_input_to_output);
+        /* Keep the module layout: text, then one blank line. */
+        while (b.len < 2 || memcmp(b.s + b.len - 2, "\n\n", 2) != 0)
+          sb_putc(&b, '\n');
+        fwrite(b.s, 1, b.len, out->f);
+        sb_free(&b);
+      } else {
+        hlo_write_module(out->f, mods[i], &print_options_default);
+      }
+      *wrote = true;
       break;
     }
   }
@@ -274,16 +282,19 @@ int main(int argc, char **argv) {
   int first = parse_options(argc, argv);
   Diag d = {0};
   d.warn_out = opt_no_warnings ? NULL : stderr;
-  StrBuf out;
-  sb_init(&out);
-  bool ok = true;
+  Output out;
+  bool ok = output_open(&out, opt_output, &d);
+  if (!ok)
+    diag_print(&d, stderr);
+  bool wrote = false;
   for (int i = first; ok && i < argc; i++)
-    ok = compile_file(argv[i], &out, &d);
-  if (ok && !write_output(opt_output, out.s ? out.s : "", out.len, &d)) {
+    ok = compile_file(argv[i], &out, &wrote, &d);
+  if (ok && !output_commit(&out, &d)) {
     diag_print(&d, stderr);
     ok = false;
   }
-  sb_free(&out);
+  if (!ok)
+    output_abort(&out);
   diag_clear(&d);
   return ok ? 0 : 1;
 }

@@ -1,7 +1,10 @@
 /*
- * output.c - writing the driver's output: stdout, or a file replaced
- * atomically (temporary file in the same directory, then rename), so that a
- * failed run leaves either the old file or nothing, never half a file.
+ * output.c - the driver's output.  Text is streamed as it is produced (a
+ * large module's long form is never held in memory whole) into a temporary:
+ * for -o FILE a temporary file in FILE's directory, renamed over FILE once
+ * everything succeeded; for stdout an anonymous spool file, copied to stdout
+ * at the end.  So a failed run leaves the old file (or nothing) and prints
+ * nothing, never half an output.
  */
 #include "xhloc.h"
 
@@ -11,32 +14,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static bool write_all(int fd, const char *data, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(fd, data, len);
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    data += n;
-    len -= (size_t)n;
+static bool to_stdout(const char *path) { return !path || strcmp(path, "-") == 0; }
+
+bool output_open(Output *o, const char *path, Diag *d) {
+  Loc none = {0};
+  *o = (Output){.path = path};
+  if (to_stdout(path)) {
+    o->f = tmpfile();
+    if (!o->f)
+      return diag_error(d, none, "cannot create a temporary file: %s",
+                        strerror(errno));
+    return true;
   }
-  return true;
-}
-
-static bool write_stdout(const char *data, size_t len, Diag *d) {
-  Loc none = {0};
-  if (fwrite(data, 1, len, stdout) != len || fflush(stdout) != 0)
-    return diag_error(d, none, "cannot write to stdout: %s", strerror(errno));
-  return true;
-}
-
-bool write_output(const char *path, const char *data, size_t len, Diag *d) {
-  Loc none = {0};
-  if (!path || strcmp(path, "-") == 0)
-    return write_stdout(data, len, d);
-
   /* "dir/name" -> "dir/.name.XXXXXX": same directory, so rename is atomic. */
   const char *slash = strrchr(path, '/');
   size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
@@ -44,7 +33,6 @@ bool write_output(const char *path, const char *data, size_t len, Diag *d) {
   sb_init(&tmp);
   sb_putn(&tmp, path, dirlen);
   sb_printf(&tmp, ".%s.XXXXXX", path + dirlen);
-
   int fd = mkstemp(tmp.s);
   if (fd < 0) {
     diag_error(d, none, "cannot write '%s': %s", path, strerror(errno));
@@ -54,20 +42,67 @@ bool write_output(const char *path, const char *data, size_t len, Diag *d) {
   /* mkstemp makes the file 0600; give it the mode a plain open would. */
   mode_t mask = umask(0);
   umask(mask);
-  bool ok = fchmod(fd, 0666 & ~mask) == 0 && write_all(fd, data, len);
-  int err = errno;
-  if (close(fd) != 0 && ok) {
-    ok = false;
-    err = errno;
+  if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+    int err = errno;
+    close(fd);
+    unlink(tmp.s);
+    sb_free(&tmp);
+    return diag_error(d, none, "cannot write '%s': %s", path, strerror(err));
   }
-  if (ok && rename(tmp.s, path) != 0) {
+  o->tmp_path = sb_detach(&tmp);
+  return true;
+}
+
+void output_abort(Output *o) {
+  if (o->f)
+    fclose(o->f);
+  if (o->tmp_path) {
+    unlink(o->tmp_path);
+    free(o->tmp_path);
+  }
+  *o = (Output){0};
+}
+
+/* Copies the spool to stdout. */
+static bool copy_to_stdout(FILE *spool) {
+  if (fflush(spool) != 0 || fseek(spool, 0, SEEK_SET) != 0)
+    return false;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, spool)) > 0)
+    if (fwrite(buf, 1, n, stdout) != n)
+      return false;
+  return !ferror(spool) && fflush(stdout) == 0;
+}
+
+bool output_commit(Output *o, Diag *d) {
+  Loc none = {0};
+  bool ok;
+  int err = 0;
+  if (!o->tmp_path) {
+    ok = copy_to_stdout(o->f);
+    err = errno;
+    fclose(o->f);
+    o->f = NULL;
+    if (!ok)
+      diag_error(d, none, "cannot write to stdout: %s", strerror(err));
+    return ok;
+  }
+  ok = !ferror(o->f);
+  if (fclose(o->f) != 0)
+    ok = false;
+  err = errno;
+  o->f = NULL;
+  if (ok && rename(o->tmp_path, o->path) != 0) {
     ok = false;
     err = errno;
   }
   if (!ok) {
-    unlink(tmp.s);
-    diag_error(d, none, "cannot write '%s': %s", path, strerror(err));
+    unlink(o->tmp_path);
+    diag_error(d, none, "cannot write '%s': %s", o->path,
+               err ? strerror(err) : "write error");
   }
-  sb_free(&tmp);
+  free(o->tmp_path);
+  o->tmp_path = NULL;
   return ok;
 }

@@ -10,10 +10,17 @@
  * output.c
  */
 
-/* Writes len bytes of data to path, or to stdout when path is NULL or "-".
- * A file is written to a temporary in the same directory and renamed over
- * path only once complete, so an error never leaves a partial file.  On
- * failure returns false with the reason in d. */
-bool write_output(const char *path, const char *data, size_t len, Diag *d);
+/* Where the driver's text goes: streamed into a temporary that
+ * output_commit turns into the output (rename over the -o file, or a copy to
+ * stdout) once everything succeeded; output_abort throws it away. */
+typedef struct Output {
+  FILE *f;                        /* write here */
+  const char *path;               /* -o FILE; NULL or "-" for stdout */
+  char *tmp_path;                 /* temporary beside FILE (NULL: stdout spool) */
+} Output;
+
+bool output_open(Output *o, const char *path, Diag *d);
+bool output_commit(Output *o, Diag *d);
+void output_abort(Output *o);
 
 #endif

@@ -500,3 +500,220 @@ bad:
   ev_fail(ev, i, EVAL_ERR_INVALID, "convolution operand, window and result shapes do not agree");
   return NULL;
 }
+
+/*
+ * ragged-dot(lhs, rhs, group_sizes): one lhs dimension is split into
+ * consecutive groups of group_sizes[..., j] rows (group j covers
+ * [sum of sizes before j, that plus size j)).  Two modes are supported:
+ *   ragged non-contracting m: [b,m,k] x [b,g,k,n] -> [b,m,n]; row m uses rhs
+ *     group j, the group that covers it; rows past every group are zero.
+ *   ragged contracting k: [b,m,k] x [b,k,n] -> [g,b,m,n]; output group j sums
+ *     only over the k that group j covers.
+ * group_sizes is [g] (shared) or [prefix..., g] with the prefix shape
+ * inference checks (batch dimensions, then the free or contracting
+ * dimensions before the ragged one).  A ragged batch dimension is refused.
+ * Operands are converted to the result type and each output sums over the
+ * contracting indices in row-major order, in the type XLA computes it in.
+ */
+static bool list_has(const I64List *l, int64_t d) {
+  for (int k = 0; k < l->n; k++)
+    if (l->v[k] == d) return true;
+  return false;
+}
+
+/* Element offsets, in row-major order over the listed dimensions. */
+static int64_t *list_offsets(int n, const int64_t *dl, const int64_t *dims,
+                             const int64_t *str, int64_t *count) {
+  int64_t total = 1;
+  for (int k = 0; k < n; k++) total *= dims[dl[k]];
+  int64_t *off = xmalloc((size_t)(total > 0 ? total : 1) * sizeof *off);
+  int64_t idx[MAX_RANK] = {0};
+  for (int64_t e = 0; e < total; e++) {
+    int64_t o = 0;
+    for (int k = 0; k < n; k++) o += idx[k] * str[dl[k]];
+    off[e] = o;
+    for (int k = n - 1; k >= 0; k--) {
+      if (++idx[k] < dims[dl[k]]) break;
+      idx[k] = 0;
+    }
+  }
+  *count = total;
+  return off;
+}
+
+#define RAGGED_LOOP(T, ZERO)                                                   \
+  do {                                                                         \
+    const T *L = lhs, *R = rhs;                                                \
+    T *O = out;                                                                \
+    int64_t o = 0;                                                             \
+    for (int64_t g = 0; g < OG; g++)                                           \
+      for (int64_t b = 0; b < NB; b++)                                         \
+        for (int64_t f = 0; f < MF; f++) {                                     \
+          int64_t goff = 0;                                                    \
+          bool zero = false;                                                   \
+          if (!contracting) {                                                  \
+            int64_t p = gsrank1 ? 0 : b * PO + f / after_po;                   \
+            int64_t r = (f / after_r) % rdim, j = 0;                           \
+            while (j < G && r >= ends[p * G + j]) j++;                         \
+            if (j == G) zero = true;                                           \
+            else goff = j * rstr[gdim];                                        \
+          }                                                                    \
+          for (int64_t n = 0; n < NF; n++, o++) {                              \
+            T acc = ZERO;                                                      \
+            if (!zero) {                                                       \
+              const T *lp = L + lbo[b] + lfo[f];                               \
+              const T *rp = R + rbo[b] + rfo[n] + goff;                        \
+              for (int64_t c = 0; c < K; c++) {                                \
+                if (contracting) {                                             \
+                  int64_t p = gsrank1 ? 0 : b * PO + c / after_po;             \
+                  int64_t r = (c / after_r) % rdim;                            \
+                  int64_t lo = g ? ends[p * G + g - 1] : 0;                    \
+                  if (r < lo || r >= ends[p * G + g]) continue;                \
+                }                                                              \
+                acc += lp[lco[c]] * rp[rco[c]];                                \
+              }                                                                \
+            }                                                                  \
+            O[o] = acc;                                                        \
+          }                                                                    \
+          if (!ev_check_time(ev, i)) goto fail;                                \
+        }                                                                      \
+  } while (0)
+
+EvalValue *eval_ragged_dot(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *ls = i->ops[0]->shape, *rs = i->ops[1]->shape,
+              *gss = i->ops[2]->shape, *s = i->shape;
+  const DotDnums *dn = i->dot;
+  if (!dn || !shape_is_array(ls) || !shape_is_array(rs) ||
+      !shape_is_array(gss) || !shape_is_array(s) || ls->rank > MAX_RANK ||
+      rs->rank > MAX_RANK || gss->rank < 1 || dn->lhs_ragged.n != 1) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "malformed ragged-dot");
+    return NULL;
+  }
+  for (int k = 0; k < i->nprecision; k++)
+    if (i->precision[k] == PREC_PACKED_NIBBLE) {
+      ev_unsupported(ev, i, "ragged-dot with PACKED_NIBBLE precision");
+      return NULL;
+    }
+  int64_t rd = dn->lhs_ragged.v[0];
+  if (rd < 0 || rd >= ls->rank) goto bad;
+  if (list_has(&dn->lhs_batch, rd)) {
+    ev_unsupported(ev, i, "ragged-dot with a ragged batch dimension");
+    return NULL;
+  }
+  bool contracting = list_has(&dn->lhs_contracting, rd);
+  bool lu[MAX_RANK] = {false}, ru[MAX_RANK] = {false};
+  if (dn->lhs_batch.n != dn->rhs_batch.n ||
+      dn->lhs_contracting.n != dn->rhs_contracting.n ||
+      !check_dims(&dn->lhs_batch, ls->rank, lu) ||
+      !check_dims(&dn->lhs_contracting, ls->rank, lu) ||
+      !check_dims(&dn->rhs_batch, rs->rank, ru) ||
+      !check_dims(&dn->rhs_contracting, rs->rank, ru) ||
+      !check_dims(&dn->rhs_group, rs->rank, ru) ||
+      dn->rhs_group.n != (contracting ? 0 : 1))
+    goto bad;
+  int64_t gdim = contracting ? -1 : dn->rhs_group.v[0];
+  int64_t G = gss->dims[gss->rank - 1];
+  bool gsrank1 = gss->rank == 1;
+  /* dimension lists */
+  int64_t lf[MAX_RANK], rf[MAX_RANK];
+  int nlf = 0, nrf = 0;
+  for (int d = 0; d < ls->rank; d++)
+    if (!lu[d]) lf[nlf++] = d;
+  for (int d = 0; d < rs->rank; d++)
+    if (!ru[d]) rf[nrf++] = d;
+  /* expected result dimensions */
+  int64_t odims[MAX_RANK + 1];
+  int orank = 0;
+  if (contracting) odims[orank++] = G;
+  for (int k = 0; k < dn->lhs_batch.n; k++) {
+    if (ls->dims[dn->lhs_batch.v[k]] != rs->dims[dn->rhs_batch.v[k]]) goto bad;
+    odims[orank++] = ls->dims[dn->lhs_batch.v[k]];
+  }
+  for (int k = 0; k < dn->lhs_contracting.n; k++)
+    if (ls->dims[dn->lhs_contracting.v[k]] != rs->dims[dn->rhs_contracting.v[k]])
+      goto bad;
+  for (int k = 0; k < nlf; k++) odims[orank++] = ls->dims[lf[k]];
+  for (int k = 0; k < nrf; k++) {
+    if (orank > MAX_RANK) goto bad;
+    odims[orank++] = rs->dims[rf[k]];
+  }
+  if (orank != s->rank) goto bad;
+  for (int k = 0; k < orank; k++)
+    if (odims[k] != s->dims[k]) goto bad;
+  if (!contracting && rs->dims[gdim] != G) goto bad;
+  /* where the ragged coordinate and the group_sizes prefix come from: the
+   * lhs free index (non-contracting) or the contracting index */
+  int64_t rdim = ls->dims[rd], after_r = 1, after_po = 1, PO = 1;
+  {
+    const int64_t *dl = contracting ? dn->lhs_contracting.v : lf;
+    int n = contracting ? dn->lhs_contracting.n : nlf, pos = 0;
+    while (pos < n && dl[pos] != rd) pos++;
+    for (int k = pos + 1; k < n; k++) after_r *= ls->dims[dl[k]];
+    after_po = after_r * rdim;
+    for (int k = 0; k < pos; k++) PO *= ls->dims[dl[k]];
+  }
+  int64_t NB = 1;
+  for (int k = 0; k < dn->lhs_batch.n; k++) NB *= ls->dims[dn->lhs_batch.v[k]];
+  if (!gsrank1 && ev_elems(gss) != NB * PO * G) goto bad;
+
+  int64_t lstr[MAX_RANK], rstr[MAX_RANK];
+  ev_strides(ls, lstr);
+  ev_strides(rs, rstr);
+  int64_t MF, NF, K, cnt;
+  int64_t *lbo = list_offsets(dn->lhs_batch.n, dn->lhs_batch.v, ls->dims, lstr, &cnt);
+  int64_t *rbo = list_offsets(dn->rhs_batch.n, dn->rhs_batch.v, rs->dims, rstr, &cnt);
+  int64_t *lfo = list_offsets(nlf, lf, ls->dims, lstr, &MF);
+  int64_t *rfo = list_offsets(nrf, rf, rs->dims, rstr, &NF);
+  int64_t *lco = list_offsets(dn->lhs_contracting.n, dn->lhs_contracting.v,
+                              ls->dims, lstr, &K);
+  int64_t *rco = list_offsets(dn->rhs_contracting.n, dn->rhs_contracting.v,
+                              rs->dims, rstr, &cnt);
+  /* group ends: running sums of the sizes along the last dimension */
+  int64_t gn = ev_elems(gss);
+  int64_t *ends = xmalloc((size_t)(gn > 0 ? gn : 1) * sizeof *ends);
+  int eb = et_bytes(gss->et);
+  for (int64_t e = 0; e < gn; e++) {
+    int64_t v = ev_get_index(gss->et, a[2]->data + e * eb);
+    ends[e] = (e % G ? ends[e - 1] : 0) + v;
+  }
+  int64_t OG = contracting ? G : 1;
+
+  ElemType et = s->et;
+  Lane lane = ev_lane(et);
+  int lb = lane_bytes(lane);
+  int64_t ln = ev_elems(ls), rn = ev_elems(rs), on = ev_elems(s);
+  void *lhs = NULL, *rhs = NULL, *out = NULL;
+  EvalValue *res = NULL;
+  lhs = operand_lanes(ev, i, a[0], ls->et, et, ln);
+  if (!lhs) goto fail;
+  rhs = operand_lanes(ev, i, a[1], rs->et, et, rn);
+  if (!rhs) goto fail;
+  out = ev_scratch(ev, i, on * lb);
+  if (!out) goto fail;
+  switch (lane) {
+  case LANE_F32: RAGGED_LOOP(float, 0.0f); break;
+  case LANE_F64: RAGGED_LOOP(double, 0.0); break;
+  case LANE_S64:
+  case LANE_U64: RAGGED_LOOP(uint64_t, 0); break;
+  case LANE_C64: RAGGED_LOOP(float _Complex, 0.0f); break;
+  case LANE_C128: RAGGED_LOOP(double _Complex, 0.0); break;
+  }
+  res = ev_array_nozero(ev, s);
+  if (res) from_lanes(out, et, res->data, on);
+fail:
+  if (lhs) ev_scratch_free(ev, lhs, ln * lb);
+  if (rhs) ev_scratch_free(ev, rhs, rn * lb);
+  if (out) ev_scratch_free(ev, out, on * lb);
+  free(lbo);
+  free(rbo);
+  free(lfo);
+  free(rfo);
+  free(lco);
+  free(rco);
+  free(ends);
+  return res;
+bad:
+  ev_fail(ev, i, EVAL_ERR_INVALID,
+          "ragged-dot operand and result shapes do not agree");
+  return NULL;
+}

@@ -33,7 +33,7 @@ bool ev_is_elementwise_op(HloOp op) {
   case HLO_SHIFT_LEFT: case HLO_SHIFT_RIGHT_ARITHMETIC:
   case HLO_SHIFT_RIGHT_LOGICAL: case HLO_SIGN: case HLO_SIN: case HLO_SINH:
   case HLO_SQRT: case HLO_SUBTRACT: case HLO_TAN: case HLO_TANH:
-  case HLO_XOR:
+  case HLO_XOR: case HLO_STOCHASTIC_CONVERT:
     return true;
   default:
     return false;
@@ -565,6 +565,47 @@ static bool do_reduce_precision(Eval *ev, const HloInstr *i, const EwArg *a,
 }
 
 /*
+ * stochastic-convert(x, random): float to integer, rounding the magnitude
+ * up when random < fraction * 2^bits(random); infinities and out-of-range
+ * values saturate, NaN gives 0 (XLA's evaluator).
+ */
+static bool do_stochastic_convert(Eval *ev, const HloInstr *i, const EwArg *a,
+                                  ElemType out_et, uint8_t *out, int64_t n) {
+  ElemType ft = a[0].et, rt = a[1].et;
+  if (!et_is_float(ft) || !et_is_unsigned_int(rt) || et_bits(rt) != et_bits(ft) ||
+      !et_is_int(out_et))
+    return ev_fail(ev, i, EVAL_ERR_INVALID, "stochastic-convert takes a float, its "
+                   "same-width unsigned random bits, and gives an integer");
+  int ob = et_bytes(out_et), bits = et_bits(out_et), rbits = et_bits(rt);
+  bool sg = et_is_signed_int(out_et);
+  int64_t lo = sg ? (bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1))) : 0;
+  int64_t hi = sg ? (bits >= 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1)
+                  : (bits >= 63 ? INT64_MAX : ((int64_t)1 << bits) - 1);
+  for (int64_t k = 0; k < n; k++) {
+    double x = ev_get_f64(ft, a[0].p + (a[0].scalar ? 0 : k * et_bytes(ft)));
+    uint64_t r = ev_get_u64(rt, a[1].p + (a[1].scalar ? 0 : k * et_bytes(rt)));
+    int64_t v;
+    bool neg = signbit(x);
+    if (isinf(x)) v = neg ? lo : hi;
+    else if (x != x) v = 0;
+    else if (x >= (double)hi) v = hi;
+    else if (x <= (double)lo) v = lo;
+    else {
+      double m = fabs(x);
+      int64_t t = (int64_t)m;
+      double frac = m - (double)t;
+      if (frac != 0) {
+        uint64_t fixed = (uint64_t)ldexp(frac, rbits);
+        if (r < fixed) t = t == hi ? lo : t + 1;
+      }
+      v = neg ? -t : t;
+    }
+    ev_set_s64(out_et, out + k * ob, v);
+  }
+  return true;
+}
+
+/*
  * The dispatcher
  */
 static bool lane_unary(Eval *ev, const HloInstr *i, const EwArg *a,
@@ -775,6 +816,8 @@ bool ev_elementwise(Eval *ev, const HloInstr *i, int nargs, const EwArg *args,
     return do_compare(ev, i, args, out, n);
   case HLO_REDUCE_PRECISION:
     return do_reduce_precision(ev, i, args, out_et, out, n);
+  case HLO_STOCHASTIC_CONVERT:
+    return do_stochastic_convert(ev, i, args, out_et, out, n);
   default:
     break;
   }

@@ -241,10 +241,7 @@ EvalValue *ev_from_literal(Eval *ev, const Literal *l, const Shape *s) {
     ev_fail(ev, NULL, EVAL_ERR_INPUT, "literal values are unknown ({...})");
     return NULL;
   }
-  EvalValue *v = ev_array_nozero(ev, s);
-  if (!v) return NULL;
-  memcpy(v->data, l->data, (size_t)v->nbytes);
-  return v;
+  return ev_borrow(ev, s, l->data);
 }
 
 Literal *ev_to_literal(Arena *a, const EvalValue *v) {
@@ -463,6 +460,8 @@ static EvalValue *eval_instr(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   case HLO_MAP: return eval_map(ev, i, a);
   case HLO_DOT: return eval_dot(ev, i, a);
   case HLO_CONVOLUTION: return eval_convolution(ev, i, a);
+  case HLO_RAGGED_DOT: return eval_ragged_dot(ev, i, a);
+  case HLO_SCAN: return eval_scan(ev, i, a);
   case HLO_GATHER: return eval_gather(ev, i, a);
   case HLO_SCATTER: return eval_scatter(ev, i, a);
   case HLO_SORT: return eval_sort(ev, i, a);
@@ -504,7 +503,8 @@ EvalValue *ev_call_consume(Eval *ev, const HloComp *c, int nargs,
 EvalValue *ev_steal(Eval *ev, EvalValue *const *a, int k, const Shape *s) {
   if (k >= 64 || !(ev->steal & ((uint64_t)1 << k))) return NULL;
   EvalValue *v = a[k];
-  if (!v || v->refs != 1 || v->owner || !v->data || v->ntuple || !shape_is_array(s))
+  if (!v || v->refs != 1 || v->owner || v->borrowed || !v->data || v->ntuple ||
+      !shape_is_array(s))
     return NULL;
   int64_t n = ev_elems(s);
   if (n < 0 || n * et_bytes(s->et) != v->nbytes) return NULL;

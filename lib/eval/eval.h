@@ -65,10 +65,11 @@ bool eval_computation(const HloModule *m, const HloComp *c, int nargs,
  * An input spec is iree-run-module's: "2x3xf32=1 2 3 4 5 6", "f32=1.5",
  * "2x2xi32=[[1 2][3 4]]" (nesting and commas are accepted and ignored,
  * omitted trailing values are zero), "2x2xbf16=@file.bin" (raw little-endian
- * element bytes), "@file.npy" (the first array of a .npy file), and "-spec"
- * forms are not supported.  Element type names are XLA's ("f32", "s32",
- * "pred") or IREE's ("i32", "i1", "ui8").  A spec with no "TYPE=" part
- * ("1 2 3", "[[1 2][3 4]]") takes its shape and type from `want` when given.
+ * element bytes), "@file.npy" (the first array of a .npy file; "+file" reads
+ * like "@file").  Element type names are XLA's ("f32", "s32", "pred") or
+ * IREE's ("i32", "i1", "ui8").  A spec with no "TYPE=" part ("1 2 3",
+ * "[[1 2][3 4]]", "@raw.bin") takes its shape and type from `want` when
+ * given.
  *
  * Literals are allocated in `a`; errors go to d (no location) and return
  * NULL / false.

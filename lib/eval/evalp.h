@@ -4,11 +4,17 @@
  *
  * A value (EvalValue) is a reference-counted heap buffer in Literal's format:
  * dense, row-major logical order, et_bytes() per element; sub-byte integers
- * take one byte holding the value's low bits, as literal.c stores them.  Tuples hold
- * references to their elements.  A value's shape is borrowed from the module
+ * take one byte holding the value's low bits, as literal.c stores them.
+ * Tuples hold references to their elements.  A value's shape is borrowed from the module
  * (instructions' and parameters' shapes), which outlives the evaluation.
  * Every array buffer is counted against the memory budget while it lives;
- * the driver drops each instruction's value after its last use.
+ * the driver drops each instruction's value after its last use.  Reshapes,
+ * same-layout bitcasts and pass-through ops are O(1) views of their operand;
+ * arguments and constants are borrowed from their Literals, never copied.
+ * An instruction whose operand dies at it, unshared, may write its result
+ * into the operand's buffer (ev_steal): elementwise ops and
+ * dynamic-update-slice do, which makes a scan loop's per-iteration update
+ * O(update) instead of a copy of the whole buffer.
  *
  * Elementwise arithmetic runs on "lanes": chunks of elements widened to the
  * type XLA's evaluator computes in (float for f32 and every smaller float,
@@ -31,6 +37,7 @@ struct EvalValue {
   int ntuple;
   EvalValue **tuple;
   EvalValue *owner;               /* views: the value whose data this borrows */
+  bool borrowed;                  /* data belongs to a Literal: never freed or written */
 };
 
 typedef struct Eval {
@@ -56,6 +63,9 @@ EvalValue *ev_array(Eval *ev, const Shape *s);     /* zeroed; NULL: budget */
 EvalValue *ev_array_nozero(Eval *ev, const Shape *s);
 EvalValue *ev_tuple(Eval *ev, const Shape *s, int n, EvalValue *const *elems);
 EvalValue *ev_token(Eval *ev, const Shape *s);
+/* A value over a Literal's data (counted against the budget, never freed
+ * or written). */
+EvalValue *ev_borrow(Eval *ev, const Shape *s, uint8_t *data);
 /* A value of shape s sharing v's bytes (same byte size), O(1). */
 EvalValue *ev_view(Eval *ev, EvalValue *v, const Shape *s);
 EvalValue *ev_ref(EvalValue *v);
@@ -209,6 +219,7 @@ EvalValue *eval_map(Eval *ev, const HloInstr *i, EvalValue *const *a);
 /* dot.c */
 EvalValue *eval_dot(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_convolution(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_ragged_dot(Eval *ev, const HloInstr *i, EvalValue *const *a);
 /* Operand data converted to element type `to` (a new scratch buffer, or the
  * operand's own data when the types match: *owned tells which). */
 uint8_t *ev_as_type(Eval *ev, const HloInstr *i, const EvalValue *v,
@@ -217,6 +228,9 @@ uint8_t *ev_as_type(Eval *ev, const HloInstr *i, const EvalValue *v,
 /* gather.c */
 EvalValue *eval_gather(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_scatter(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+/* scan.c */
+EvalValue *eval_scan(Eval *ev, const HloInstr *i, EvalValue *const *a);
 
 /* sort.c */
 EvalValue *eval_sort(Eval *ev, const HloInstr *i, EvalValue *const *a);

@@ -229,7 +229,8 @@ EvalValue *eval_scatter(Eval *ev, const HloInstr *i, EvalValue *const *a) {
         for (int j = 0; j < k; j++) ev_unref(ev, res[j]);
         goto bad;
       }
-      res[k] = ev_copy(ev, a[k], ls);
+      res[k] = ev_steal(ev, a, k, ls);   /* in place when the operand dies here */
+      if (!res[k]) res[k] = ev_copy(ev, a[k], ls);
       if (!res[k]) {
         for (int j = 0; j < k; j++) ev_unref(ev, res[j]);
         return NULL;

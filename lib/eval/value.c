@@ -83,6 +83,20 @@ static bool ev_reserve(Eval *ev, const HloInstr *i, int64_t nbytes) {
   return true;
 }
 
+EvalValue *ev_borrow(Eval *ev, const Shape *s, uint8_t *data) {
+  int64_t n = ev_elems(s);
+  int eb = et_bytes(s->et);
+  int64_t nbytes = (n < 0 || (eb && n > INT64_MAX / eb)) ? -1 : n * eb;
+  if (!ev_reserve(ev, NULL, nbytes)) return NULL;
+  EvalValue *v = xcalloc(1, sizeof *v);
+  v->refs = 1;
+  v->shape = s;
+  v->data = data;
+  v->nbytes = nbytes;
+  v->borrowed = true;
+  return v;
+}
+
 void *ev_scratch(Eval *ev, const HloInstr *i, int64_t nbytes) {
   if (!ev_reserve(ev, i, nbytes)) return NULL;
   void *p = malloc(nbytes ? (size_t)nbytes : 1);
@@ -187,6 +201,8 @@ void ev_unref(Eval *ev, EvalValue *v) {
   free(v->tuple);
   if (v->owner) {
     ev_unref(ev, v->owner);
+  } else if (v->borrowed) {
+    ev->live_bytes -= v->nbytes;
   } else if (v->data) {
     free(v->data);
     ev->live_bytes -= v->nbytes;

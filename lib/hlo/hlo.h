@@ -545,6 +545,10 @@ typedef struct PrintOptions {
 
 extern const PrintOptions print_options_default;
 void hlo_print_module(StrBuf *b, const HloModule *m, const PrintOptions *o);
+/* The same text, written to f as it is produced (at most about 1 MB is held
+ * at a time), so a module's long form never has to fit in memory.  Returns
+ * false if a write failed. */
+bool hlo_write_module(FILE *f, const HloModule *m, const PrintOptions *o);
 void hlo_print_comp(StrBuf *b, const HloComp *c, const PrintOptions *o);
 void hlo_print_instr(StrBuf *b, const HloInstr *i, const PrintOptions *o);
 

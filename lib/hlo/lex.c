@@ -858,6 +858,11 @@ char *lex_decode_string(Arena *a, const Token *t, const char **err) {
       unsigned v = 0;
       for (int i = 0; i < 2 && s < end && is_hex(*s); i++, s++)
         v = v * 16 + (is_digit(*s) ? (unsigned)(*s - '0') : (unsigned)((*s | 32) - 'a' + 10));
+      if (v == 0) {
+        /* Strings are C strings: a NUL would silently cut them short. */
+        *err = "string contains a NUL character (\\x00)";
+        return NULL;
+      }
       *o++ = (char)v;
       break;
     }
@@ -870,6 +875,10 @@ char *lex_decode_string(Arena *a, const Token *t, const char **err) {
           return NULL;
         }
         v = v * 16 + (is_digit(*s) ? (uint32_t)(*s - '0') : (uint32_t)((*s | 32) - 'a' + 10));
+      }
+      if (v == 0) {
+        *err = "string contains a NUL character (\\u0000)";
+        return NULL;
       }
       if (v > 0x10ffff || (v >= 0xd800 && v < 0xe000)) {
         *err = "invalid unicode code point in string";

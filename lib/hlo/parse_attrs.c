@@ -836,6 +836,16 @@ static bool check_attrs(Parser *p, AttrState *st, const char *at) {
   const char *miss = missing_required(st);
   if (miss)
     return perr_at(p, at, "attribute %s is expected but not seen", miss);
+  if (t->op == HLO_MAP && !t->has_dims && t->nops > 0 && t->ops[0]->shape &&
+      shape_is_array(t->ops[0]->shape)) {
+    /* Without dimensions=, map applies over every dimension, as in XLA. */
+    int r = t->ops[0]->shape->rank;
+    t->dims.n = r;
+    t->dims.v = ARENA_ARRAY(p->a, int64_t, r);
+    for (int k = 0; k < r; k++)
+      t->dims.v[k] = k;
+    t->has_dims = true;
+  }
   if (t->op == HLO_CONDITIONAL) {
     if (st->called_kind != CALLED_COND && st->called_kind != CALLED_LIST)
       return perr_at(p, at, "conditional needs true_computation= and "

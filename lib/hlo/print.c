@@ -260,8 +260,27 @@ static void print_signature(StrBuf *b, const HloComp *c) {
   shape_print(b, c->root ? c->root->shape : NULL, false);
 }
 
+/*
+ * Where hlo_write_module streams to: once the buffer passes SINK_FLUSH
+ * bytes, the text so far is written out after the current instruction and
+ * the buffer is emptied (and the shape memo, which points into it, reset).
+ */
+enum { SINK_FLUSH = 1 << 20 };
+
+typedef struct Sink {
+  FILE *f;
+  bool failed;                    /* a write failed */
+} Sink;
+
+static void sink_flush(StrBuf *b, Sink *sink, ShapeMemo *memo) {
+  if (b->len && fwrite(b->s, 1, b->len, sink->f) != b->len)
+    sink->failed = true;
+  sb_clear(b);
+  memset(memo, 0, sizeof(ShapeMemo) * MEMO_SLOTS);
+}
+
 static void print_comp(StrBuf *b, const HloComp *c, const PrintOptions *o,
-                       ShapeMemo *memo) {
+                       ShapeMemo *memo, Sink *sink) {
   if (c->is_entry || (c->module && c->module->entry == c))
     pr_puts(b, "ENTRY ");
   pr_name(b, c->name);
@@ -275,6 +294,8 @@ static void print_comp(StrBuf *b, const HloComp *c, const PrintOptions *o,
       pr_puts(b, "ROOT ");
     print_instr(b, i, o, memo);
     pr_putc(b, '\n');
+    if (sink && b->len >= SINK_FLUSH)
+      sink_flush(b, sink, memo);
   }
   pr_putc(b, '}');
   if (str_set(c->execution_thread) && strcmp(c->execution_thread, "main") != 0) {
@@ -285,7 +306,7 @@ static void print_comp(StrBuf *b, const HloComp *c, const PrintOptions *o,
 
 void hlo_print_comp(StrBuf *b, const HloComp *c, const PrintOptions *o) {
   ShapeMemo memo[MEMO_SLOTS] = {{0}};
-  print_comp(b, c, o ? o : &print_options_default, memo);
+  print_comp(b, c, o ? o : &print_options_default, memo, NULL);
   pr_finish(b);
 }
 
@@ -441,7 +462,8 @@ static void collect_sugar_wrapped(const HloModule *m, PtrVec *out) {
   vec_free(&other);
 }
 
-void hlo_print_module(StrBuf *b, const HloModule *m, const PrintOptions *o) {
+static void print_module(StrBuf *b, const HloModule *m, const PrintOptions *o,
+                         Sink *sink) {
   if (!o)
     o = &print_options_default;
   print_header(b, m);
@@ -454,9 +476,24 @@ void hlo_print_module(StrBuf *b, const HloModule *m, const PrintOptions *o) {
     const HloComp *c = m->comps[k];
     if (in_sorted(&wrapped, c))
       continue;
-    print_comp(b, c, o, memo);
+    print_comp(b, c, o, memo, sink);
     pr_putn(b, "\n\n", 2);
   }
   vec_free(&wrapped);
   pr_finish(b);
+  if (sink)
+    sink_flush(b, sink, memo);
+}
+
+void hlo_print_module(StrBuf *b, const HloModule *m, const PrintOptions *o) {
+  print_module(b, m, o, NULL);
+}
+
+bool hlo_write_module(FILE *f, const HloModule *m, const PrintOptions *o) {
+  StrBuf b;
+  sb_init(&b);
+  Sink sink = {f, false};
+  print_module(&b, m, o, &sink);
+  sb_free(&b);
+  return !sink.failed;
 }

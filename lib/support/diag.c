@@ -104,7 +104,7 @@ void diag_warn(Diag *d, Loc loc, const char *fmt, ...) {
 
 void diag_print_at(FILE *out, Loc loc, const char *kind, const char *msg) {
   if (!loc.file) {
-    fprintf(out, "error: %s\n", msg);
+    fprintf(out, "%s: %s\n", kind, msg);
     return;
   }
   fprintf(out, "%s:%d:%d: %s: %s\n", loc.file->name, loc.line, loc.col, kind,

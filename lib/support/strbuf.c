@@ -86,6 +86,7 @@ void sb_put_i64(StrBuf *b, int64_t v) {
 }
 
 void sb_put_escaped(StrBuf *b, const char *s) {
+  reserve(b, 0); /* like sb_puts(""): the buffer holds a string afterwards */
   for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
     switch (*p) {
     case '"': sb_puts(b, "\\\""); break;

@@ -20,11 +20,19 @@
  * map has no bound on d - offset.  Those operands are checked for "contains
  * the reads" instead of equality, and the update's out-of-bounds images are
  * ignored.
+ *
+ * The same random instructions are also run through the interpreter
+ * (lib/eval) as a black box: perturbing one input element at a time shows
+ * which output elements it actually reaches, and the maps must cover that
+ * (equal it where they are exact); see every_op_reads_what_the_interpreter_
+ * reads below.
  */
 #include <criterion/criterion.h>
 
 #include "test_indexing_build.h"
+#include "../../lib/eval/eval.h"
 
+#include <math.h>
 #include <stdio.h>
 
 /*
@@ -553,7 +561,7 @@ typedef struct Case {
 } Case;
 
 static Shape *rshape(Rng *r, HloModule *m, int rank, int64_t maxd) {
-  int64_t d[8];
+  int64_t d[8] = {0};
   for (int k = 0; k < rank; k++)
     d[k] = rnd(r, 1, maxd);
   return tb_shapev(m, ET_F32, rank, d);
@@ -894,7 +902,7 @@ static void make_dynamic_slice(Case *cs, Rng *r) {
   ops[0] = tb_param(cs->c, "src", 0, is);
   for (int k = 0; k < rank; k++) {
     od[k] = rnd(r, 1, is->dims[k]);
-    char name[8];
+    char name[16];
     snprintf(name, sizeof(name), "of%d", k);
     ops[1 + k] = scalar_param(cs, arena_strdup(cs->m->arena, name), 1 + k, ET_S32);
     env_set(&cs->env, cs->m->arena, ops[1 + k], r, 0, is->dims[k] - od[k]);
@@ -917,7 +925,7 @@ static void make_dus(Case *cs, Rng *r) {
   ops[0] = tb_param(cs->c, "src", 0, os);
   ops[1] = tb_param(cs->c, "upd", 1, tb_shapev(cs->m, ET_F32, rank, ud));
   for (int k = 0; k < rank; k++) {
-    char name[8];
+    char name[16];
     snprintf(name, sizeof(name), "of%d", k);
     ops[2 + k] = scalar_param(cs, arena_strdup(cs->m->arena, name), 2 + k, ET_S32);
     env_set(&cs->env, cs->m->arena, ops[2 + k], r, 0, os->dims[k] - ud[k]);
@@ -1026,6 +1034,273 @@ Test(indexing_props, every_op_reads_what_the_reference_reads) {
   }
   fprintf(stderr, "%d random instructions, %d points checked\n", ncases, checked_points);
   cr_assert_gt(ncases, NMAKERS * CASES_PER_OP / 2);
+}
+
+/*
+ * The interpreter as the reference: for each random instruction above, the
+ * entry computation is run on base inputs (every f32 element a distinct
+ * finite value), then once more per input element with only that element
+ * perturbed, and the output elements that changed are the ones that
+ * element actually reaches.  Every output element that changed must be in
+ * the inverse of the output-to-input map and in the input-to-output map's
+ * image (where the opcode has one); where the map is exact the sets must be
+ * equal.
+ *
+ * Perturbations: f32 elements become NaN (it propagates through add,
+ * convert, clamp, dot's products and sums and the add reducers used here);
+ * sort's operand takes a large finite value instead (a NaN key breaks the
+ * comparator's strict weak order).  pred elements are flipped.  s32 elements
+ * are index operands (dynamic offsets, gather indices): they become v + 1,
+ * which the interpreter clamps like any start index, and since moving a
+ * start moves every read of the instruction they are checked for
+ * containment only; the base values are the Env's, drawn in range, so the
+ * maps' runtime variables see what the interpreter reads.
+ *
+ * Containment only (the map over-approximates by design or the data decide):
+ * pad's padding value, dynamic-update-slice's operand (the seed's
+ * documented over-approximations), select's on-true / on-false operands
+ * (the predicate picks one), sort (a changed key moves only the elements
+ * between its old and new rank), and the index operands.  Everything else
+ * is checked for equality: elementwise, broadcast, transpose, reverse,
+ * slice, reshape, bitcast, concatenate, dot, reduce (an add reducer over all
+ * of its operands, so each output reads every operand and init value),
+ * reduce-window (add), pad's operand, dynamic-slice's operand,
+ * dynamic-update-slice's update and gather's operand.
+ */
+
+/* Reducers and comparators the makers leave out. */
+static HloComp *scalar_comp(Case *cs, const char *name, int nparams,
+                            bool compare) {
+  HloComp *c = hlo_comp_new(cs->m, name);
+  Shape *f = shape_array(cs->m->arena, ET_F32, 0, NULL);
+  HloInstr *p[4];
+  for (int k = 0; k < nparams; k++) {
+    char pn[16];
+    snprintf(pn, sizeof(pn), "x%d", k);
+    p[k] = tb_param(c, pn, k, f);
+  }
+  if (compare) {
+    HloInstr *lt = tb_instr(c, "lt", HLO_COMPARE,
+                            shape_array(cs->m->arena, ET_PRED, 0, NULL), 2, p[0], p[1]);
+    lt->cmp_dir = CMP_LT;
+    return c;
+  }
+  HloInstr *s = p[0];
+  for (int k = 1; k < nparams; k++)
+    s = tb_instr(c, "sum", HLO_ADD, f, 2, s, p[k]);
+  if (nparams == 4) {
+    Shape *el[2] = {f, f};
+    tb_instr(c, "t", HLO_TUPLE, shape_tuple(cs->m->arena, 2, el), 2, s, s);
+  }
+  return c;
+}
+
+static void attach_comps(Case *cs) {
+  HloInstr *i = cs->i;
+  HloComp *called = NULL;
+  if (i->op == HLO_REDUCE)
+    called = scalar_comp(cs, "reducer", i->nops == 4 ? 4 : 2, false);
+  else if (i->op == HLO_REDUCE_WINDOW)
+    called = scalar_comp(cs, "reducer", 2, false);
+  else if (i->op == HLO_SORT)
+    called = scalar_comp(cs, "less", 2, true);
+  if (!called)
+    return;
+  i->ncalled = 1;
+  i->called = ARENA_ARRAY(cs->m->arena, HloComp *, 1);
+  i->called[0] = called;
+}
+
+static bool interp_exact(const HloInstr *i, int k) {
+  if (superset_only(i, k) || i->op == HLO_SORT ||
+      i->ops[k]->shape->et == ET_S32)
+    return false;
+  return !(i->op == HLO_SELECT && k > 0);
+}
+
+static double base_value;         /* distinct f32 values across a case */
+
+static Literal *base_literal(Arena *a, const HloInstr *p, const Env *env,
+                             Rng *r) {
+  Literal *l = literal_new(a, p->shape);
+  int64_t n = shape_elements(p->shape);
+  for (int64_t j = 0; j < n; j++) {
+    switch (p->shape->et) {
+    case ET_F32:
+      base_value += 0.25;
+      literal_set_f64(l, j, base_value);
+      break;
+    case ET_PRED:
+      literal_set_s64(l, j, rnd(r, 0, 1));
+      break;
+    default: {
+      int64_t idx[16];
+      delin(p->shape, j, idx);
+      literal_set_s64(l, j, env_at(env, p, idx));
+    }
+    }
+  }
+  return l;
+}
+
+static Literal *eval_leaf0(const Case *cs, int nargs, Literal **args,
+                           Arena *a) {
+  Diag d = {0};
+  EvalOptions o;
+  eval_options_default(&o);
+  Literal *res = NULL;
+  bool ok = eval_computation(cs->m, cs->c, nargs, args, a, &o, &res, &d, NULL);
+  cr_assert(ok, "%s: interpreter failed: %s", hlo_op_name(cs->i->op),
+            d.msg ? d.msg : "?");
+  diag_clear(&d);
+  return res->ntuple ? res->tuple[0] : res;
+}
+
+static int interp_evals, interp_points, interp_exact_points;
+
+/* Output elements whose bits differ. */
+static void changed_outputs(const Literal *base, const Literal *now, Set *out) {
+  int64_t n = shape_elements(base->shape);
+  size_t eb = (size_t)et_bytes(base->shape->et);
+  for (int64_t o = 0; o < n; o++)
+    if (memcmp(base->data + (size_t)o * eb, now->data + (size_t)o * eb, eb))
+      set_add_lin(out, o);
+}
+
+static void check_against_interpreter(AffCtx *c, Case *cs, Rng *r) {
+  const HloInstr *i = cs->i;
+  const Shape *os = out_shape(i);
+  int64_t nout = shape_elements(os);
+  int np = cs->c->nparams;
+  Arena *a = arena_new();
+  Literal *args[16];
+  cr_assert(np <= 16);
+  base_value = 0.5;
+  for (int p = 0; p < np; p++)
+    args[p] = base_literal(a, cs->c->params[p], &cs->env, r);
+  Literal *base = eval_leaf0(cs, np, args, a);
+  interp_evals++;
+  InstrIndexing *o2i = indexing_out_to_in(c, i, 0);
+  /* dep[k][x]: outputs whose out-to-in image of operand k holds x. */
+  Set *dep[16];
+  int64_t o[16], x[16];
+  Set img = {0}, want = {0}, want_i2o = {0}, changed = {0};
+  for (int k = 0; k < i->nops; k++) {
+    int64_t nin = shape_elements(i->ops[k]->shape);
+    dep[k] = xcalloc((size_t)nin + 1, sizeof(Set));
+    for (int64_t lo = 0; lo < nout; lo++) {
+      delin(os, lo, o);
+      set_clear(&img);
+      set_image(&o2i->sets[k], o, &cs->env, i->ops[k]->shape, &img);
+      for (int t = 0; t < img.n; t++)
+        set_add_lin(&dep[k][img.v[t]], lo);
+    }
+  }
+  for (int p = 0; p < np; p++) {
+    const HloInstr *ph = cs->c->params[p];
+    const Shape *ps = ph->shape;
+    int64_t n = shape_elements(ps);
+    /* A parameter the instruction does not use (convert's "b") must
+     * change nothing: no map, exact. */
+    bool exact = true;
+    for (int k = 0; k < i->nops; k++)
+      if (i->ops[k] == ph)
+        exact &= interp_exact(i, k);
+    Literal *saved = args[p];
+    for (int64_t j = 0; j < n; j++) {
+      Arena *pa = arena_new();
+      Literal *l = literal_new(pa, saved->shape);
+      memcpy(l->data, saved->data, (size_t)n * (size_t)et_bytes(ps->et));
+      if (ps->et == ET_F32)
+        literal_set_f64(l, j, i->op == HLO_SORT ? 1e6 : NAN);
+      else if (ps->et == ET_PRED)
+        literal_set_s64(l, j, !literal_get_s64(l, j));
+      else
+        literal_set_s64(l, j, literal_get_s64(l, j) + 1);
+      args[p] = l;
+      Literal *now = eval_leaf0(cs, np, args, pa);
+      args[p] = saved;
+      interp_evals++;
+      set_clear(&changed);
+      changed_outputs(base, now, &changed);
+      arena_free(pa);
+      /* What the maps say element j of parameter p reaches. */
+      set_clear(&want);
+      set_clear(&want_i2o);
+      delin(ps, j, x);
+      for (int k = 0; k < i->nops; k++) {
+        if (i->ops[k] != ph)
+          continue;
+        for (int t = 0; t < dep[k][j].n; t++)
+          set_add_lin(&want, dep[k][j].v[t]);
+        if (cs->in_to_out) {
+          InstrIndexing *i2o = indexing_in_to_out(c, i, k);
+          set_image(&i2o->sets[0], x, &cs->env, os, &want_i2o);
+        }
+      }
+      interp_points++;
+      interp_exact_points += exact;
+      bool ok = exact ? set_equal(&want, &changed)
+                      : set_contains_all(&want, &changed);
+      if (cs->in_to_out)
+        ok &= exact ? set_equal(&want_i2o, &changed)
+                    : set_contains_all(&want_i2o, &changed);
+      if (!ok) {
+        StrBuf b;
+        sb_init(&b);
+        for (int k = 0; k < i->nops; k++)
+          if (i->ops[k] == ph)
+            for (int t = 0; t < o2i->sets[k].n; t++)
+              imap_print(&b, o2i->sets[k].maps[t]);
+        cr_assert_fail("%s parameter %d element %lld: the interpreter changed "
+                       "%d outputs, out-to-in maps give %d, in-to-out %d "
+                       "(%s)\n%s", hlo_op_name(i->op), p, (long long)j,
+                       changed.n, want.n, cs->in_to_out ? want_i2o.n : -1,
+                       exact ? "exact" : "containment", b.s);
+      }
+    }
+  }
+  for (int k = 0; k < i->nops; k++) {
+    int64_t nin = shape_elements(i->ops[k]->shape);
+    for (int64_t t = 0; t <= nin; t++)
+      set_free(&dep[k][t]);
+    free(dep[k]);
+  }
+  set_free(&img);
+  set_free(&want);
+  set_free(&want_i2o);
+  set_free(&changed);
+  arena_free(a);
+}
+
+#define INTERP_CASES_PER_OP 60
+
+Test(indexing_props, every_op_reads_what_the_interpreter_reads) {
+  Rng r = {0x6a09e667f3bcc908ull};
+  int ncases = 0, per_op[NMAKERS] = {0};
+  for (int which = 0; which < NMAKERS; which++) {
+    for (int t = 0; t < INTERP_CASES_PER_OP; t++) {
+      Case cs;
+      case_init(&cs, "interp");
+      if (!run_maker(which, &cs, &r)) {
+        hlo_module_free(cs.m);
+        continue;
+      }
+      attach_comps(&cs);
+      AffCtx *c = aff_ctx_new();
+      check_against_interpreter(c, &cs, &r);
+      aff_ctx_free(c);
+      hlo_module_free(cs.m);
+      ncases++;
+      per_op[which]++;
+    }
+  }
+  fprintf(stderr, "%d random instructions against the interpreter, %d input "
+          "elements perturbed (%d checked for equality), %d evaluations\n",
+          ncases, interp_points, interp_exact_points, interp_evals);
+  for (int which = 0; which < NMAKERS; which++)
+    cr_assert_gt(per_op[which], INTERP_CASES_PER_OP / 2,
+                 "maker %d built too few cases", which);
 }
 
 /*

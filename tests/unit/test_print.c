@@ -165,7 +165,7 @@ Test(print, operand_index_comments) {
   HloInstr *ops[7];
   Shape *es[7];
   for (int k = 0; k < 7; k++) {
-    char n[8];
+    char n[16];
     snprintf(n, sizeof n, "p%d", k);
     ops[k] = param(C, n, k, shape_scalar(A, ET_S32));
     es[k] = ops[k]->shape;
@@ -1035,4 +1035,48 @@ Test(print, wrapped_computation_used_elsewhere_is_printed) {
             "got %s", b.s);
   cr_expect(strstr(b.s, "negate-start(f32[2]{0} %x)") != NULL, "got %s", b.s);
   sb_free(&b);
+}
+
+/* hlo_write_module streams the same text hlo_print_module builds, also when
+ * the text is several times the flush size and long tuple shapes repeat
+ * across flushes (the shape memo must not point into flushed text). */
+Test(print, streamed_equals_buffered) {
+  HloModule *m = hlo_module_new("stream");
+  HloComp *c = hlo_comp_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t dims[] = {128, 256};
+  Shape *elems[12];
+  for (int k = 0; k < 12; k++)
+    elems[k] = shape_array(m->arena, ET_F32, 2, dims);
+  Shape *tup = shape_tuple(m->arena, 12, elems);
+  HloInstr *p = hlo_instr_new(c, HLO_PARAMETER, tup, 0, NULL);
+  p->name = arena_strdup(m->arena, "state");
+  HloInstr *last = NULL;
+  for (int k = 0; k < 20000; k++) {
+    HloInstr *g = hlo_instr_new(c, HLO_GET_TUPLE_ELEMENT, elems[k % 12], 1, &p);
+    char name[32];
+    snprintf(name, sizeof name, "gte.%d", k);
+    g->name = arena_strdup(m->arena, name);
+    g->tuple_index = k % 12;
+    last = g;
+  }
+  c->root = last;
+  StrBuf b;
+  sb_init(&b);
+  hlo_print_module(&b, m, NULL);
+  cr_assert_gt(b.len, (size_t)4 << 20, "want several flushes, got %zu bytes", b.len);
+  FILE *f = tmpfile();
+  cr_assert(f);
+  cr_assert(hlo_write_module(f, m, NULL));
+  long n = ftell(f);
+  cr_assert_eq((size_t)n, b.len);
+  rewind(f);
+  char *got = xmalloc((size_t)n);
+  cr_assert_eq(fread(got, 1, (size_t)n, f), (size_t)n);
+  cr_assert(memcmp(got, b.s, b.len) == 0);
+  free(got);
+  fclose(f);
+  sb_free(&b);
+  hlo_module_free(m);
 }

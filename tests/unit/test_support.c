@@ -593,3 +593,28 @@ Test(alloc, reallocarray_overflow_aborts, .signal = SIGABRT,
      .init = silence_stderr) {
   xreallocarray(NULL, SIZE_MAX / 2, 3);
 }
+
+/* Past the first few blocks the arena maps 2 MiB blocks and skips clearing
+ * them (fresh pages are zero): every allocation must still read as zero,
+ * be 16-byte aligned, and not overlap the previous one. */
+Test(arena, large_arenas_zeroed_and_aligned) {
+  Arena *a = arena_new();
+  unsigned char *prev = NULL;
+  size_t prevn = 0;
+  for (int i = 0; i < 20000; i++) {
+    size_t n = (size_t)(i % 7 == 0 ? 3000 : 16 + (i * 37) % 500);
+    if (i % 4000 == 3999)
+      n = 3u << 20;                   /* a big request: its own block */
+    unsigned char *p = arena_alloc(a, n);
+    cr_assert_eq((uintptr_t)p % 16, 0);
+    for (size_t k = 0; k < n; k += 61)
+      cr_assert_eq(p[k], 0, "allocation %d byte %zu", i, k);
+    cr_assert_eq(p[n - 1], 0);
+    memset(p, 0xab, n);               /* dirty it, as real users do */
+    if (prev && p > prev)
+      cr_assert(p >= prev + prevn || p + n <= prev);
+    prev = p, prevn = n;
+  }
+  cr_assert_gt(arena_bytes_used(a), (size_t)20 << 20);
+  arena_free(a);
+}
