@@ -288,9 +288,7 @@ EvalValue *eval_rng_get_and_update_state(Eval *ev, const HloInstr *i) {
     ev_fail(ev, i, EVAL_ERR_INVALID, "rng-get-and-update-state must return u64[2]");
     return NULL;
   }
-  int64_t delta = 1;
-  for (int k = 0; k < i->nraw_attrs; k++)
-    if (strcmp(i->raw_attrs[k].name, "delta") == 0) delta = atoll(i->raw_attrs[k].value);
+  int64_t delta = i->rng_delta;
   EvalValue *r = ev_array_nozero(ev, s);
   if (!r) return NULL;
   uint64_t v[2] = {ev->o.rng_seed, ev->rng_counter};

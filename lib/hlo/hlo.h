@@ -424,6 +424,8 @@ struct Instruction {
   int64_t scan_num_carries;       /* scan */
   int64_t cross_program_prefetch_index; /* copy-start; -1 absent */
   char *padding_type;             /* custom-call padding_type= */
+  int64_t rng_delta;              /* rng-get-and-update-state: delta= */
+  int64_t inferred_dimension;     /* reshape: inferred_dimension= (when has_) */
 
   int npairs;
   CmpDir cmp_dir;                 /* compare */
@@ -448,6 +450,7 @@ struct Instruction {
   bool is_composite;              /* call */
   bool scan_is_reverse, scan_is_associative; /* scan */
   bool is_cross_program_prefetch; /* copy-start */
+  bool has_inferred_dimension;    /* reshape */
 };
 
 struct Computation {

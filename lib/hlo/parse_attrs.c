@@ -5,8 +5,8 @@
  *
  * Every attribute name XLA's parser knows is looked up in one sorted table
  * and stored in the typed field of HloInstr (or HloModule) that hlo.h names
- * for it; a few that have no typed field (conv_kind, inferred_dimension,
- * delta, mode, collective-permute slice_sizes) are kept in raw_attrs
+ * for it; a few that have no typed field (conv_kind, mode,
+ * collective-permute slice_sizes) are kept in raw_attrs
  * silently.  Names not in the table are kept in raw_attrs with their exact
  * value text and a warning, so dumps from newer XLA versions still load.
  * Names shared by several opcodes with different meanings (algorithm, lower,
@@ -691,10 +691,14 @@ static bool attr_value(Parser *p, AttrState *st, int id, const char *at) {
   case A_IS_CROSS_PROGRAM_PREFETCH:
     return parse_bool(p, &t->is_cross_program_prefetch);
 
+  case A_DELTA:
+    return parse_int64(p, &t->rng_delta);
+  case A_INFERRED_DIMENSION:
+    t->has_inferred_dimension = true;
+    return parse_int64(p, &t->inferred_dimension);
+
   /* Known to XLA, without a typed field here: kept verbatim. */
   case A_CONV_KIND:
-  case A_INFERRED_DIMENSION:
-  case A_DELTA:
   case A_MODE: {
     char *raw;
     if (!parse_raw_value(p, &raw))

@@ -339,6 +339,13 @@ void pr_opcode_attrs(StrBuf *b, const HloInstr *i, HloOp op) {
   case HLO_IOTA:
     attr_i64(b, "iota_dimension", i->iota_dim);
     break;
+  case HLO_RESHAPE:
+    if (i->has_inferred_dimension)
+      attr_i64(b, "inferred_dimension", i->inferred_dimension);
+    break;
+  case HLO_RNG_GET_AND_UPDATE_STATE:
+    attr_i64(b, "delta", i->rng_delta);
+    break;
   case HLO_BROADCAST: case HLO_TRANSPOSE: case HLO_REVERSE:
   case HLO_CONCATENATE: case HLO_REDUCE: case HLO_MAP:
   case HLO_GET_DIMENSION_SIZE: case HLO_SET_DIMENSION_SIZE:

@@ -1026,22 +1026,34 @@ Test(parse, attrs_metadata_and_control) {
                    "instruction 'zz' is not defined");
 }
 
-Test(parse, attrs_feeds_and_raw_known) {
+Test(parse, attrs_feeds_reshape_and_rng_state) {
   HloModule *m = parse1(
       "HloModule m\nENTRY e {\n  t = token[] after-all()\n"
       "  i = ((f32[2]), token[]) infeed(t), infeed_config=\"cfg\"\n"
       "  d = (f32[2]) get-tuple-element(i), index=0\n"
       "  o = token[] outfeed(d, t), outfeed_config=\"oc\", outfeed_shape=(f32[2]{0})\n"
       "  p = f32[2,3] parameter(0)\n"
-      "  ROOT r = f32[3,2] reshape(p), inferred_dimension=0\n}\n");
+      "  s = u64[2] rng-get-and-update-state(), delta=4096\n"
+      "  ROOT r = f32[3,2] reshape(p), inferred_dimension=1\n}\n");
   cr_assert_str_eq(find(m, NULL, "i")->infeed_config, "cfg");
+  cr_assert_eq(find(m, NULL, "s")->rng_delta, 4096);
   HloInstr *o = find(m, NULL, "o");
   cr_assert_str_eq(o->outfeed_config, "oc");
   cr_assert_eq(o->outfeed_shape->ntuple, 1);
   HloInstr *r = m->entry->root;
-  cr_assert_eq(r->nraw_attrs, 1);
-  cr_assert_str_eq(r->raw_attrs[0].name, "inferred_dimension");
+  cr_assert_eq(r->nraw_attrs, 0);
+  cr_assert(r->has_inferred_dimension);
+  cr_assert_eq(r->inferred_dimension, 1);
+  cr_assert(!find(m, NULL, "p")->has_inferred_dimension);
   cr_assert_eq(D.nwarnings, 0);
+  StrBuf b;
+  sb_init(&b);
+  hlo_print_instr(&b, r, NULL);
+  cr_assert(strstr(b.s, ", inferred_dimension=1"), "%s", b.s);
+  sb_clear(&b);
+  hlo_print_instr(&b, find(m, NULL, "s"), NULL);
+  cr_assert(strstr(b.s, "rng-get-and-update-state(), delta=4096"), "%s", b.s);
+  sb_free(&b);
 }
 
 Test(parse, async_syntax_sugar) {
