@@ -82,16 +82,11 @@ void pr_name(StrBuf *b, const char *name) {
   pr_puts(b, name ? name : "");
 }
 
-static const char *skip_space(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-    p++;
-  return p;
-}
-
 bool pr_lexes_as_dict(const char *s) {
   if (!s)
     return false;
-  const char *p = skip_space(s);
+  /* Exactly one brace-balanced dictionary, nothing before or after it. */
+  const char *p = s;
   if (*p != '{')
     return false;
   int depth = 0;
@@ -105,7 +100,9 @@ bool pr_lexes_as_dict(const char *s) {
     } else if (*p == '{') {
       depth++;
     } else if (*p == '}' && --depth == 0) {
-      return *skip_space(p + 1) == 0;
+      /* Read back, the dictionary ends at this brace: anything after it,
+       * even a space, would be lost. */
+      return p[1] == 0;
     }
   }
   return false;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../../lib/hlo/hlo.h"
+#include "../../lib/hlo/print_internal.h"
 
 static HloModule *M;
 static Arena *A;
@@ -1079,4 +1080,19 @@ Test(print, streamed_equals_buffered) {
   fclose(f);
   sb_free(&b);
   hlo_module_free(m);
+}
+
+/* A frontend attribute value prints as a bare {...} dictionary only when
+ * it reads back as exactly the same text (fuzz finding: "{a} " lost its
+ * trailing space). */
+Test(print, frontend_attr_dict_values_read_back) {
+  KeyValue kv[] = {{"a", " {x=1}"}, {"b", "{y=2} "}, {"c", "{z=3}"},
+                   {"d", "{unbalanced"}, {"e", "{a}{b}"}};
+  KVList l = {5, kv};
+  StrBuf b;
+  sb_init(&b);
+  pr_kvlist(&b, &l);
+  cr_assert_str_eq(b.s, "{a=\" {x=1}\",b=\"{y=2} \",c={z=3},d=\"{unbalanced\","
+                        "e=\"{a}{b}\"}");
+  sb_free(&b);
 }
