@@ -1215,14 +1215,16 @@ bool ir_end(IrEdit *e, bool changed) {
         order = xreallocarray(order, (size_t)cap, sizeof *order);
       }
       int n = post_order(c, state, order);
-      memcpy(c->instrs, order, sizeof(HloInstr *) * (size_t)n);
+      if (n)
+        memcpy(c->instrs, order, sizeof(HloInstr *) * (size_t)n);
       c->ninstrs = n;
     }
     free(order);
     free(state);
     HloComp **corder;
     int n = ir_comp_post_order(m, &corder);
-    memcpy(m->comps, corder, sizeof(HloComp *) * (size_t)n);
+    if (n)
+      memcpy(m->comps, corder, sizeof(HloComp *) * (size_t)n);
     m->ncomps = n;
     free(corder);
   }

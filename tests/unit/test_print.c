@@ -1092,6 +1092,7 @@ Test(print, frontend_attr_dict_values_read_back) {
   StrBuf b;
   sb_init(&b);
   pr_kvlist(&b, &l);
+  pr_finish(&b); /* the pr_* writers leave the text unterminated until here */
   cr_assert_str_eq(b.s, "{a=\" {x=1}\",b=\"{y=2} \",c={z=3},d=\"{unbalanced\","
                         "e=\"{a}{b}\"}");
   sb_free(&b);
