@@ -74,31 +74,6 @@ static int64_t input_bytes(const HloComp *e) {
   return total;
 }
 
-static void flatten(const Shape *s, PtrVec *out) {
-  if (s->et == ET_TUPLE) {
-    for (int k = 0; k < s->ntuple; k++) flatten(s->tuple[k], out);
-    return;
-  }
-  vec_push(out, (void *)s);
-}
-
-static Literal *build_arg(Arena *a, const Shape *s, Literal **leaves, int *at) {
-  if (s->et != ET_TUPLE) {
-    Literal *l = leaves[(*at)++];
-    if (!l) {
-      l = ARENA_NEW(a, Literal);
-      l->shape = (Shape *)s;
-    }
-    return l;
-  }
-  Literal *t = ARENA_NEW(a, Literal);
-  t->shape = (Shape *)s;
-  t->ntuple = s->ntuple;
-  t->tuple = ARENA_ARRAY(a, Literal *, s->ntuple ? s->ntuple : 1);
-  for (int k = 0; k < s->ntuple; k++) t->tuple[k] = build_arg(a, s->tuple[k], leaves, at);
-  return t;
-}
-
 /* One module: writes "OK", "UNSUPPORTED what", "BUDGET what" or
  * "FAILED message" as one line to out. */
 static void run_module(const HloModule *m, const Opts *o, FILE *out) {
@@ -112,7 +87,7 @@ static void run_module(const HloModule *m, const Opts *o, FILE *out) {
     return;
   }
   PtrVec leaves = {0};
-  for (int k = 0; k < e->nparams; k++) flatten(e->params[k]->shape, &leaves);
+  for (int k = 0; k < e->nparams; k++) io_shape_leaves(e->params[k]->shape, &leaves);
   int64_t *bounds;
   int nb = io_index_bounds(m, &bounds);
   Arena *a = arena_new();
@@ -124,7 +99,7 @@ static void run_module(const HloModule *m, const Opts *o, FILE *out) {
   }
   Literal **args = xcalloc((size_t)e->nparams + 1, sizeof *args);
   int at = 0;
-  for (int k = 0; k < e->nparams; k++) args[k] = build_arg(a, e->params[k]->shape, vals, &at);
+  for (int k = 0; k < e->nparams; k++) args[k] = io_literal_from_leaves(a, e->params[k]->shape, vals, &at);
   EvalOptions eo;
   eval_options_default(&eo);
   eo.mem_budget = o->mem_budget;

@@ -49,19 +49,10 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void flatten(const Shape *s, PtrVec *out) {
-  if (s->et == ET_TUPLE) {
-    for (int k = 0; k < s->ntuple; k++)
-      flatten(s->tuple[k], out);
-    return;
-  }
-  vec_push(out, (void *)s);
-}
-
 static int64_t input_bytes(const HloComp *e) {
   PtrVec leaves = {0};
   for (int k = 0; k < e->nparams; k++)
-    flatten(e->params[k]->shape, &leaves);
+    io_shape_leaves(e->params[k]->shape, &leaves);
   int64_t total = 0;
   for (int k = 0; k < leaves.len; k++) {
     const Shape *s = leaves.data[k];
@@ -70,24 +61,6 @@ static int64_t input_bytes(const HloComp *e) {
   }
   vec_free(&leaves);
   return total;
-}
-
-static Literal *build_arg(Arena *a, const Shape *s, Literal **leaves, int *at) {
-  if (s->et != ET_TUPLE) {
-    Literal *l = leaves[(*at)++];
-    if (!l) {
-      l = ARENA_NEW(a, Literal);
-      l->shape = (Shape *)s;
-    }
-    return l;
-  }
-  Literal *t = ARENA_NEW(a, Literal);
-  t->shape = (Shape *)s;
-  t->ntuple = s->ntuple;
-  t->tuple = ARENA_ARRAY(a, Literal *, s->ntuple ? s->ntuple : 1);
-  for (int k = 0; k < s->ntuple; k++)
-    t->tuple[k] = build_arg(a, s->tuple[k], leaves, at);
-  return t;
 }
 
 static bool uses_rng(const HloModule *m) {
@@ -176,7 +149,7 @@ static void run_module(HloModule *orig, HloModule *opt, const Opts *o,
   }
   PtrVec leaves = {0};
   for (int k = 0; k < e->nparams; k++)
-    flatten(e->params[k]->shape, &leaves);
+    io_shape_leaves(e->params[k]->shape, &leaves);
   int64_t *bounds;
   int nb = io_index_bounds(orig, &bounds);
   Arena *a = arena_new();
@@ -190,7 +163,7 @@ static void run_module(HloModule *orig, HloModule *opt, const Opts *o,
   Literal **args = xcalloc((size_t)e->nparams + 1, sizeof *args);
   int at = 0;
   for (int k = 0; k < e->nparams; k++)
-    args[k] = build_arg(a, e->params[k]->shape, vals, &at);
+    args[k] = io_literal_from_leaves(a, e->params[k]->shape, vals, &at);
   EvalOptions eo;
   eval_options_default(&eo);
   eo.mem_budget = o->mem_budget;

@@ -90,33 +90,6 @@ static double parse_double(const char *s, const char *opt) {
   return v;
 }
 
-/* A parameter's literal from its flattened leaves (tokens get an empty
- * literal). */
-static Literal *build_arg(Arena *a, const Shape *s, Literal **leaves, int *at) {
-  if (s->et != ET_TUPLE) {
-    Literal *l = leaves[(*at)++];
-    if (!l) {
-      l = ARENA_NEW(a, Literal);
-      l->shape = (Shape *)s;
-    }
-    return l;
-  }
-  Literal *t = ARENA_NEW(a, Literal);
-  t->shape = (Shape *)s;
-  t->ntuple = s->ntuple;
-  t->tuple = ARENA_ARRAY(a, Literal *, s->ntuple ? s->ntuple : 1);
-  for (int k = 0; k < s->ntuple; k++) t->tuple[k] = build_arg(a, s->tuple[k], leaves, at);
-  return t;
-}
-
-static void flatten(const Shape *s, PtrVec *out) {
-  if (s->et == ET_TUPLE) {
-    for (int k = 0; k < s->ntuple; k++) flatten(s->tuple[k], out);
-    return;
-  }
-  vec_push(out, (void *)s);
-}
-
 /* Half the physical memory: the default memory budget. */
 static int64_t default_budget(void) {
   long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
@@ -159,7 +132,7 @@ static int run(const RunOpts *o, const char *path) {
   }
 
   /* entry parameter leaves, flattened */
-  for (int k = 0; k < entry->nparams; k++) flatten(entry->params[k]->shape, &leaves);
+  for (int k = 0; k < entry->nparams; k++) io_shape_leaves(entry->params[k]->shape, &leaves);
   int64_t budget = o->mem_budget > 0 ? o->mem_budget : default_budget();
   int64_t need = 0;
   for (int k = 0; k < leaves.len; k++) {
@@ -211,7 +184,7 @@ static int run(const RunOpts *o, const char *path) {
   args = xcalloc((size_t)entry->nparams + 1, sizeof *args);
   int at = 0;
   for (int k = 0; k < entry->nparams; k++)
-    args[k] = build_arg(arena, entry->params[k]->shape, leaf_vals, &at);
+    args[k] = io_literal_from_leaves(arena, entry->params[k]->shape, leaf_vals, &at);
 
   EvalOptions eo;
   eval_options_default(&eo);

@@ -109,5 +109,13 @@ bool io_compare(const Literal *actual, const Literal *expected, double atol,
 /* Leaves of a (possibly tuple) literal in order; returns the count and a
  * heap array in *out. */
 int io_literal_leaves(const Literal *l, Literal ***out);
+/* Appends the array and token leaves of s to out, in order (tuples
+ * flattened): the shapes of the entry's inputs, one per leaf. */
+void io_shape_leaves(const Shape *s, PtrVec *out);
+/* The inverse of io_literal_leaves: a literal of shape s built from flattened leaves, taking
+ * leaves[*at], leaves[*at + 1], ... and advancing *at.  Tuple nodes are
+ * made in a; a NULL leaf (a token) becomes an empty literal of its shape. */
+Literal *io_literal_from_leaves(Arena *a, const Shape *s, Literal **leaves,
+                                int *at);
 
 #endif

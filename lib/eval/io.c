@@ -771,3 +771,31 @@ int io_literal_leaves(const Literal *l, Literal ***out) {
   *out = (Literal **)v.data;
   return v.len;
 }
+
+Literal *io_literal_from_leaves(Arena *a, const Shape *s, Literal **leaves,
+                                int *at) {
+  if (s->et != ET_TUPLE) {
+    Literal *l = leaves[(*at)++];
+    if (!l) {
+      l = ARENA_NEW(a, Literal);
+      l->shape = (Shape *)s;
+    }
+    return l;
+  }
+  Literal *t = ARENA_NEW(a, Literal);
+  t->shape = (Shape *)s;
+  t->ntuple = s->ntuple;
+  t->tuple = ARENA_ARRAY(a, Literal *, s->ntuple ? s->ntuple : 1);
+  for (int k = 0; k < s->ntuple; k++)
+    t->tuple[k] = io_literal_from_leaves(a, s->tuple[k], leaves, at);
+  return t;
+}
+
+void io_shape_leaves(const Shape *s, PtrVec *out) {
+  if (s->et == ET_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++)
+      io_shape_leaves(s->tuple[k], out);
+    return;
+  }
+  vec_push(out, (void *)s);
+}

@@ -348,3 +348,38 @@ Test(eval, arguments_are_not_modified) {
   cr_assert(((float *)x->data)[2] == 3.0f);
   cr_assert(((float *)out->data)[2] == -3.0f);
 }
+
+/* Tuple parameters are flattened into leaves for --input and rebuilt for
+ * the call: io_shape_leaves and io_literal_from_leaves are inverses, in
+ * order, and a missing (token) leaf becomes an empty literal. */
+Test(io, leaves_flatten_and_rebuild) {
+  Arena *a = arena_new();
+  Diag d = {0};
+  Shape *s = hlo_parse_shape(a, "(f32[2], (s32[], token[]), u8[3])", &d);
+  cr_assert(s, "%s", d.msg);
+  PtrVec v = {0};
+  io_shape_leaves(s, &v);
+  cr_assert_eq(v.len, 4);
+  cr_assert_eq(((Shape *)v.data[0])->et, ET_F32);
+  cr_assert_eq(((Shape *)v.data[1])->et, ET_S32);
+  cr_assert_eq(((Shape *)v.data[2])->et, ET_TOKEN);
+  cr_assert_eq(((Shape *)v.data[3])->et, ET_U8);
+  Literal *leaves[4] = {literal_new(a, v.data[0]), literal_new(a, v.data[1]),
+                        NULL, literal_new(a, v.data[3])};
+  int at = 0;
+  Literal *l = io_literal_from_leaves(a, s, leaves, &at);
+  cr_assert_eq(at, 4);
+  cr_assert_eq(l->ntuple, 3);
+  cr_assert_eq(l->tuple[0], leaves[0]);
+  cr_assert_eq(l->tuple[1]->ntuple, 2);
+  cr_assert_eq(l->tuple[1]->tuple[0], leaves[1]);
+  cr_assert_eq(l->tuple[1]->tuple[1]->shape->et, ET_TOKEN);
+  cr_assert_eq(l->tuple[2], leaves[3]);
+  Literal **back;
+  int n = io_literal_leaves(l, &back);
+  cr_assert_eq(n, 4);
+  cr_assert_eq(back[3], leaves[3]);
+  free(back);
+  vec_free(&v);
+  arena_free(a);
+}
