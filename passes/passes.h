@@ -56,8 +56,13 @@ struct Pipeline {
   const PipelineStep *steps;
 };
 
-/* The pipelines `--stage=hlo` runs, in order. */
+/* The pipelines `--stage=hlo` runs, in order: the optimization pipelines,
+ * then the backend ones (layout assignment, fusion, post-fusion). */
 int pipeline_default(const Pipeline *const **out);
+/* The passes compilation needs before buffer assignment even when the
+ * pipeline is skipped (is_scheduled input, --run-passes): layout-assignment,
+ * fusion-wrapper, copy-insertion.  Each is idempotent. */
+int pipeline_backend_required(const Pipeline *const **out);
 /* Prints every registered pass, one per line, with the pipelines that
  * contain it ("-" when none). */
 void pipeline_list_passes(FILE *out);
@@ -105,18 +110,23 @@ bool pass_comparison_expander(HloModule *m, PassContext *ctx);
 bool pass_computation_deduplicator(HloModule *m, PassContext *ctx);
 bool pass_conditional_canonicalizer(HloModule *m, PassContext *ctx);
 bool pass_conditional_simplifier(HloModule *m, PassContext *ctx);
+bool pass_copy_insertion(HloModule *m, PassContext *ctx);
 bool pass_constant_folding(HloModule *m, PassContext *ctx);
 bool pass_convert_mover(HloModule *m, PassContext *ctx);
 bool pass_cse(HloModule *m, PassContext *ctx);
 bool pass_dce(HloModule *m, PassContext *ctx);
 bool pass_dot_decomposer(HloModule *m, PassContext *ctx);
 bool pass_flatten_call_graph(HloModule *m, PassContext *ctx);
+bool pass_fusion_wrapper(HloModule *m, PassContext *ctx);
 bool pass_gather_simplifier(HloModule *m, PassContext *ctx);
 bool pass_hlo_verifier(HloModule *m, PassContext *ctx);
+bool pass_layout_assignment(HloModule *m, PassContext *ctx);
 bool pass_logistic_expander(HloModule *m, PassContext *ctx);
 bool pass_map_inline(HloModule *m, PassContext *ctx);
 bool pass_optimization_barrier_expander(HloModule *m, PassContext *ctx);
+bool pass_priority_fusion(HloModule *m, PassContext *ctx);
 bool pass_reshape_mover(HloModule *m, PassContext *ctx);
+bool pass_rng_expander(HloModule *m, PassContext *ctx);
 bool pass_slice_sinker(HloModule *m, PassContext *ctx);
 bool pass_sort_simplifier(HloModule *m, PassContext *ctx);
 bool pass_transpose_folding(HloModule *m, PassContext *ctx);

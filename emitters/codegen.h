@@ -1,0 +1,72 @@
+/*
+ * codegen.h - LLVM-C code generation of kernels, for the GPU (NVPTX, PTX
+ * text) and the host (x86-64, a shared object).
+ *
+ * One Codegen holds one LLVM module; the thunk emitter asks it for one
+ * kernel per kernel-producing instruction (a fusion after fusion-wrapper),
+ * then asks for the module's text, PTX or shared object.
+ *
+ * Kernel parameters, in order: one pointer per array leaf of each operand of
+ * the instruction (operands in order, tuple operands flattened as
+ * io_shape_leaves does), then one pointer per array leaf of the
+ * instruction's result.  Each points at the first byte of that array, laid
+ * out as lib/runtime/thunks.h says (physical layout order, et_bytes per
+ * element).
+ *   GPU:  a kernel (ptx .entry) `name` with those pointers as parameters
+ *         (global address space), launched with the LaunchDims returned.
+ *   Host: `void name(void **args)`, args[k] the k-th pointer; one call
+ *         computes the whole result (plain loop nests).
+ *
+ * Math functions come from libdevice on the GPU (linked before
+ * optimization, as XLA does) and from libm on the host.
+ *
+ * An op or element type a kernel emitter does not support is an error in d
+ * at that instruction's location, naming the op: never a wrong kernel.
+ */
+#ifndef XHLOC_CODEGEN_H
+#define XHLOC_CODEGEN_H
+
+#include "../lib/hlo/hlo.h"
+
+typedef enum CgTarget { CG_TARGET_NVPTX, CG_TARGET_HOST } CgTarget;
+
+typedef struct CodegenOptions {
+  CgTarget target;
+  const char *arch;               /* "sm_90" (default when NULL) */
+  const char *libdevice;          /* path; NULL: $CUDA_HOME/nvvm/libdevice/
+                                     libdevice.10.bc, CUDA_HOME defaulting
+                                     to /usr/local/cuda */
+  int opt_level;                  /* 0-3; codegen_options_default: 2 */
+} CodegenOptions;
+
+void codegen_options_default(CodegenOptions *o);
+
+typedef struct LaunchDims {
+  uint32_t grid[3], block[3];
+  uint32_t shmem_bytes;
+} LaunchDims;
+
+typedef struct Codegen Codegen;
+
+/* NULL with a message in d when the target cannot be set up (unknown arch,
+ * libdevice missing for NVPTX). */
+Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
+                     Diag *d);
+void codegen_free(Codegen *cg);
+
+/* Emits kernel `name` computing instruction i (a fusion; any other op is
+ * treated as a fusion of itself).  Host launch dims are all 1. */
+bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
+                    LaunchDims *ld, Diag *d);
+
+/* The module's LLVM IR text, before or after optimization (--stage=llvm,
+ * the ir-no-opt.ll / ir-with-opt.ll dumps).  Optimizing is done once;
+ * asking for the optimized text runs it if it has not run yet. */
+bool codegen_llvm_ir(Codegen *cg, bool optimized, StrBuf *out, Diag *d);
+/* NVPTX: the PTX text (optimizes first). */
+bool codegen_ptx(Codegen *cg, StrBuf *out, Diag *d);
+/* Host: writes a shared object at path (optimizes first; links with the
+ * system C compiler driver, `cc -shared`). */
+bool codegen_host_so(Codegen *cg, const char *path, Diag *d);
+
+#endif

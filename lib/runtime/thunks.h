@@ -1,0 +1,174 @@
+/*
+ * thunks.h - the compiled artifact in memory and its file (PREFIX.thunks):
+ * buffer allocations, the thunk sequence (kernels, copies, memsets, while and
+ * conditional with nested sequences), constants' bytes, where the entry's
+ * parameters and results live, the original and optimized HLO, and the name
+ * and checksum of the kernel file (PREFIX.ptx or PREFIX.host.so) beside it.
+ *
+ * xhloc builds an Artifact (emitters/thunk_emitter.c) and writes it;
+ * xhlo-run reads and validates it and executes it (executor.c).  Nothing here
+ * needs LLVM or CUDA.
+ *
+ * Buffer contents.  Every array lives in its allocation in the physical
+ * order of its shape's layout (minor_to_major), et_bytes() bytes per element
+ * (pred one byte 0/1, s4/u4 one byte each), little-endian: exactly a
+ * Literal's bytes when the layout is the default {rank-1,...,0}.
+ *
+ * The file format (thunk_file.c) is versioned and self-checking: magic and
+ * version on the first line, then the sections, then a checksum of every byte
+ * before it.  artifact_parse refuses a truncated, corrupted or inconsistent
+ * file with a message naming what is wrong; it never crashes on any input.
+ *
+ * Sectioned by the file that implements each part.
+ */
+#ifndef XHLOC_THUNKS_H
+#define XHLOC_THUNKS_H
+
+#include "../support/support.h"
+
+#define THUNK_FILE_MAGIC "XHLO-THUNKS"
+#define THUNK_FILE_VERSION 1
+
+/* A byte range of one allocation (XLA's BufferAllocation::Slice). */
+typedef struct BufSlice {
+  int32_t alloc;                  /* index into Artifact.allocs */
+  int64_t offset, size;           /* bytes */
+} BufSlice;
+
+enum {
+  ALLOC_PARAMETER = 1 << 0,       /* holds (part of) an entry parameter */
+  ALLOC_OUTPUT = 1 << 1,          /* holds (part of) the entry result */
+  ALLOC_CONSTANT = 1 << 2,        /* a constant; bytes in Artifact.consts */
+  ALLOC_TEMP = 1 << 3,            /* preallocated temporaries */
+  ALLOC_MAYBE_LIVE_OUT = 1 << 4,
+  ALLOC_THREAD_LOCAL = 1 << 5,
+};
+
+typedef struct BufAlloc {
+  int64_t size;                   /* bytes */
+  unsigned flags;                 /* ALLOC_* */
+  int64_t param_number;           /* ALLOC_PARAMETER: entry parameter number */
+  int nparam_index;
+  int64_t *param_index;           /* ALLOC_PARAMETER: ShapeIndex in it */
+  char *param_shape;              /* ALLOC_PARAMETER: the parameter's shape text */
+  char *output_shape;             /* ALLOC_OUTPUT: the entry result shape text */
+} BufAlloc;
+
+typedef enum ThunkKind {
+  THUNK_KERNEL,                   /* launch a kernel of the kernel file */
+  THUNK_COPY,                     /* device-to-device copy src -> dst */
+  THUNK_MEMSET32,                 /* fill dst with a 32-bit pattern */
+  THUNK_WHILE,                    /* cond, then body while the pred is true */
+  THUNK_CONDITIONAL,              /* one of the branch sequences */
+} ThunkKind;
+
+typedef struct ThunkSeq ThunkSeq;
+
+typedef struct Thunk {
+  ThunkKind kind;
+  char *annotation;               /* the HLO instruction it came from */
+
+  /* KERNEL.  args: one slice per kernel parameter (see emitters/codegen.h
+   * for their order); written[k] when the kernel writes args[k]. */
+  char *kernel_name;
+  int nargs;
+  BufSlice *args;
+  bool *written;
+  uint32_t grid[3], block[3];     /* blocks per grid, threads per block */
+  uint32_t shmem_bytes;           /* dynamic shared memory */
+
+  /* COPY (src -> dst, same size) and MEMSET32 (dst, value). */
+  BufSlice src, dst;
+  uint32_t memset_value;
+
+  /* WHILE: run cond; read the pred (one byte) at cond_result; if true run
+   * body and repeat.  trip_count is -1 when unknown. */
+  BufSlice cond_result;
+  ThunkSeq *cond, *body;
+  int64_t trip_count;
+
+  /* CONDITIONAL: branch_index is a pred (true runs branches[0], false
+   * branches[1]) or an s32 (out of range runs the last branch). */
+  BufSlice branch_index;
+  bool index_is_pred;
+  int nbranches;
+  ThunkSeq *branches;
+} Thunk;
+
+struct ThunkSeq {
+  int n;
+  Thunk *thunks;
+};
+
+/* A constant's bytes, in its allocation's physical order. */
+typedef struct ArtConstant {
+  BufSlice slice;
+  uint8_t *bytes;                 /* slice.size bytes */
+} ArtConstant;
+
+/* An entry parameter leaf or result leaf: where it lives and its shape
+ * (XLA text with layout, e.g. "f32[2,3]{0,1}"). */
+typedef struct ArtLeaf {
+  BufSlice slice;
+  char *shape;
+} ArtLeaf;
+
+typedef struct Artifact {
+  Arena *arena;                   /* owns everything below */
+  char *module_name;
+  char *target;                   /* "sm_90" (PTX kernels) or "host" */
+  char *kernel_file;              /* file name of the kernels, beside the
+                                     .thunks file: "PREFIX.ptx" /
+                                     "PREFIX.host.so" (no directory) */
+  uint64_t kernel_checksum;       /* checksum64 of that file's bytes */
+  int nallocs;
+  BufAlloc *allocs;
+  ThunkSeq entry;                 /* the entry computation's sequence */
+  int nconsts;
+  ArtConstant *consts;
+  int nparams;
+  ArtLeaf *params;                /* entry parameter leaves in order, tuple
+                                     parameters flattened (io_shape_leaves) */
+  int noutputs;
+  ArtLeaf *outputs;               /* entry result leaves in order */
+  char *result_shape;             /* the entry result's shape text */
+  char *original_hlo;             /* the module as given to xhloc */
+  char *optimized_hlo;            /* after the passes, as compiled */
+} Artifact;
+
+/*
+ * artifact.c: building, checking, text
+ */
+Artifact *artifact_new(void);
+void artifact_free(Artifact *a);
+/* A 64-bit checksum (FNV-1a 64) of n bytes. */
+uint64_t checksum64(const void *p, size_t n);
+/* Structural checks: slices inside their allocations, kernel args present,
+ * constants inside constant allocations, every leaf's slice size equal to
+ * its shape's byte size, nested sequences well formed.  The reader runs it;
+ * the writer runs it too (an inconsistency there is a bug). */
+bool artifact_validate(const Artifact *a, Diag *d);
+/* XLA's thunk_sequence text (ThunkSequence::ToString): one line per thunk,
+ * "000: kKernel ..." with nested sequences indented. */
+void artifact_print_thunks(StrBuf *b, const Artifact *a);
+/* For xhlo-run --describe: target, kernel file, allocations (with flags and
+ * sizes), parameters and outputs with their slices, then the thunks. */
+void artifact_describe(StrBuf *b, const Artifact *a);
+
+/*
+ * thunk_file.c: the file
+ */
+/* The whole file's bytes. */
+void artifact_serialize(const Artifact *a, StrBuf *out);
+/* Parses and validates a file's bytes (name is for messages).  NULL with a
+ * clear message in d for anything malformed, truncated or inconsistent. */
+Artifact *artifact_parse(const char *data, size_t len, const char *name,
+                         Diag *d);
+Artifact *artifact_read(const char *path, Diag *d);
+/* Reads the kernel file the artifact names, from the directory of
+ * thunks_path, and checks its checksum.  Returns its bytes (heap, *len set)
+ * or NULL with a message (missing file, checksum mismatch). */
+uint8_t *artifact_read_kernel_file(const Artifact *a, const char *thunks_path,
+                                   size_t *len, Diag *d);
+
+#endif

@@ -1,0 +1,66 @@
+/*
+ * buffer_assignment.h - the sequential schedule and buffer assignment of a
+ * module that has been through layout assignment, fusion, fusion-wrapper and
+ * copy-insertion (passes/pipeline.c: the backend preparation).
+ *
+ * Values.  A value is one array leaf of an instruction's result (leaf k is
+ * the k-th leaf in io_shape_leaves order: tuples flattened, arrays and
+ * tokens; tokens have no buffer).  Instructions that only forward or
+ * regroup values define none of their own and alias their operand's:
+ *   tuple, get-tuple-element, bitcast, optimization-barrier (and the
+ *   parameters of nested computations, below).
+ * Every other instruction defines its leaves.
+ *
+ * Allocations (XLA's rules, simplified):
+ *   - each entry parameter leaf: its own ALLOC_PARAMETER allocation;
+ *   - each constant: its own ALLOC_CONSTANT allocation;
+ *   - the entry result leaves: ALLOC_OUTPUT (ALLOC_MAYBE_LIVE_OUT) ones,
+ *     unless the leaf is a parameter or constant value, which stays where it
+ *     is;
+ *   - everything else: slices of ALLOC_TEMP allocations, with offsets that
+ *     reuse the space of values that are dead by then (liveness over the
+ *     sequential schedule), aligned to 64 bytes.
+ *   - while: its leaves are the loop state, in their own buffers; the
+ *     parameters of its condition and body alias them.  Copy-insertion makes
+ *     every body root leaf either the body parameter's same leaf (passed
+ *     through) or a value computed in the body, so the thunk emitter copies
+ *     init -> state before the loop and body root -> state after each body
+ *     run without hazards.
+ *   - conditional: its leaves are own buffers; the parameter of branch k
+ *     aliases operand k+1; the thunk emitter copies each branch's root
+ *     leaves into the conditional's leaves.
+ *   Values of nested computations never share space with values that are
+ *   live across the instruction that calls them.
+ *
+ * The schedule of each computation is its instruction order (a topological
+ * order; the IR keeps it so).
+ */
+#ifndef XHLOC_BUFFER_ASSIGNMENT_H
+#define XHLOC_BUFFER_ASSIGNMENT_H
+
+#include "../lib/hlo/hlo.h"
+#include "../lib/runtime/thunks.h"
+
+typedef struct BufferAssignment BufferAssignment;
+
+/* Assigns buffers for every computation reachable from the entry.  NULL with
+ * an error (at the instruction) in d when the module cannot be assigned
+ * (e.g. an instruction kind it does not know how to place). */
+BufferAssignment *buffer_assign(const HloModule *m, Diag *d);
+void buffer_assignment_free(BufferAssignment *ba);
+
+/* The allocations, in index order (what Artifact.allocs copies). */
+int ba_num_allocs(const BufferAssignment *ba);
+const BufAlloc *ba_alloc(const BufferAssignment *ba, int k);
+
+/* Where leaf `leaf` of i's result lives.  False when it has no buffer (a
+ * token, or an instruction not reached from the entry). */
+bool ba_slice(const BufferAssignment *ba, const HloInstr *i, int leaf,
+              BufSlice *out);
+
+/* XLA's buffer-assignment text (BufferAssignment::ToString): the
+ * "allocation N: size S, ...:" blocks with their " value: <...>" lines,
+ * then "BufferAssignment stats:" with human-readable sizes. */
+void ba_print(StrBuf *b, const BufferAssignment *ba);
+
+#endif
