@@ -21,13 +21,17 @@
  *   budget      its inputs alone take more than a quarter of the memory
  *               budget (the rest is for intermediates), or the run went past
  *               the memory or time budget
+ *   value       a random input is outside an op's domain (a dynamic size
+ *               past its bound, ragged rows out of range: EVAL_ERR_VALUE),
+ *               counted per op; random data cannot be expected to meet
+ *               such constraints
  *   skipped     the front end rejects the file (the parser's sweep covers it)
  *   FAILED      anything else: an invalid-module or input error from the
  *               interpreter on a module the verifier accepted, a crash, or a
  *               hard timeout (the child killed by SIGALRM)
  *
  * Prints the counts, the refusals by op, the failures, and a final line
- * "N passed, N failed" where passed = ok + unsupported + budget + skipped
+ * "N passed, N failed" where passed = ok + unsupported + budget + value + skipped
  * modules.  Exits 1 when anything failed.
  */
 #include <dirent.h>
@@ -117,6 +121,7 @@ static void run_module(const HloModule *m, const Opts *o, FILE *out) {
     switch (st.kind) {
     case EVAL_ERR_UNSUPPORTED: fprintf(out, "UNSUPPORTED %s\t%s\n", st.what, msg); break;
     case EVAL_ERR_RESOURCE: fprintf(out, "BUDGET %s\t%s\n", st.what, msg); break;
+    case EVAL_ERR_VALUE: fprintf(out, "VALUE %s\t%s\n", st.what, msg); break;
     default: fprintf(out, "FAILED %s\n", msg); break;
     }
   }
@@ -228,8 +233,8 @@ int main(int argc, char **argv) {
   }
   if (o.hard_timeout <= 0) o.hard_timeout = o.time_budget * 4 + 20;
 
-  int n_ok = 0, n_unsup = 0, n_budget = 0, n_skip = 0, n_fail = 0;
-  CountVec unsup = {0}, budget = {0};
+  int n_ok = 0, n_unsup = 0, n_budget = 0, n_value = 0, n_skip = 0, n_fail = 0;
+  CountVec unsup = {0}, budget = {0}, value = {0};
   StrVec failures = {0};
   for (int f = 0; f < files.len; f++) {
     char path[4096];
@@ -266,6 +271,9 @@ int main(int argc, char **argv) {
       } else if (strncmp(line, "BUDGET ", 7) == 0) {
         n_budget++;
         bump(&budget, line + 7);
+      } else if (strncmp(line, "VALUE ", 6) == 0) {
+        n_value++;
+        bump(&value, line + 6);
       } else if (strncmp(line, "SKIPPED", 7) == 0) {
         n_skip++;
       } else {
@@ -296,14 +304,16 @@ int main(int argc, char **argv) {
       if (o.verbose) printf("%s\n", msg);
     }
   }
-  int total = n_ok + n_unsup + n_budget + n_skip;
+  int total = n_ok + n_unsup + n_budget + n_value + n_skip;
   printf("eval sweep: %d files: %d modules ran ok, %d refused (unsupported op), "
-         "%d refused (budget), %d skipped (front end rejects), %d FAILED\n",
-         files.len, n_ok, n_unsup, n_budget, n_skip, n_fail);
+         "%d refused (budget), %d refused (input value outside an op's domain), "
+         "%d skipped (front end rejects), %d FAILED\n",
+         files.len, n_ok, n_unsup, n_budget, n_value, n_skip, n_fail);
   printf("budgets: memory %lld bytes, time %gs per module\n", (long long)o.mem_budget,
          o.time_budget);
-  qsort(unsup.data, (size_t)unsup.len, sizeof(Count), cmp_count);
-  qsort(budget.data, (size_t)budget.len, sizeof(Count), cmp_count);
+  if (unsup.len) qsort(unsup.data, (size_t)unsup.len, sizeof(Count), cmp_count);
+  if (budget.len) qsort(budget.data, (size_t)budget.len, sizeof(Count), cmp_count);
+  if (value.len) qsort(value.data, (size_t)value.len, sizeof(Count), cmp_count);
   if (unsup.len) {
     printf("refused by op:\n");
     for (int k = 0; k < unsup.len; k++) printf("  %5d  %s\n", unsup.data[k].n, unsup.data[k].key);
@@ -312,15 +322,21 @@ int main(int argc, char **argv) {
     printf("refused by budget:\n");
     for (int k = 0; k < budget.len; k++) printf("  %5d  %s\n", budget.data[k].n, budget.data[k].key);
   }
+  if (value.len) {
+    printf("refused by input value:\n");
+    for (int k = 0; k < value.len; k++) printf("  %5d  %s\n", value.data[k].n, value.data[k].key);
+  }
   for (int k = 0; k < failures.len; k++) printf("FAILED: %s\n", failures.data[k]);
   printf("%d passed, %d failed\n", total, n_fail);
   for (int k = 0; k < files.len; k++) free(files.data[k]);
   for (int k = 0; k < failures.len; k++) free(failures.data[k]);
   for (int k = 0; k < unsup.len; k++) free(unsup.data[k].key);
   for (int k = 0; k < budget.len; k++) free(budget.data[k].key);
+  for (int k = 0; k < value.len; k++) free(value.data[k].key);
   vec_free(&files);
   vec_free(&failures);
   vec_free(&unsup);
   vec_free(&budget);
+  vec_free(&value);
   return n_fail ? 1 : 0;
 }

@@ -728,7 +728,7 @@ static bool do_clamp(Eval *ev, const HloInstr *i, const EwArg *args,
       case LANE_F32: {
         float l = lo.f[k], v = x.f[k], h = hi.f[k];
         if (l != l) v = l;
-        else if (v != v) v = v;
+        else if (v != v) { /* a NaN operand stays NaN */ }
         else if (h != h) v = h;
         else { float m = v < l ? l : v; v = m < h ? m : h; }
         x.f[k] = v;
@@ -737,7 +737,7 @@ static bool do_clamp(Eval *ev, const HloInstr *i, const EwArg *args,
       case LANE_F64: {
         double l = lo.d[k], v = x.d[k], h = hi.d[k];
         if (l != l) v = l;
-        else if (v != v) v = v;
+        else if (v != v) { /* a NaN operand stays NaN */ }
         else if (h != h) v = h;
         else { double m = v < l ? l : v; v = m < h ? m : h; }
         x.d[k] = v;

@@ -245,6 +245,7 @@ EvalValue *ev_from_literal(Eval *ev, const Literal *l, const Shape *s) {
 }
 
 Literal *ev_to_literal(Arena *a, const EvalValue *v) {
+  if (v->data && v->dsize) return ev_dynamic_to_literal(a, v);
   Literal *l = ARENA_NEW(a, Literal);
   l->shape = shape_clone(a, v->shape);
   if (v->shape->et == ET_TUPLE) {
@@ -385,6 +386,13 @@ static EvalValue *eval_instr(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     ev_fail(ev, i, EVAL_ERR_INVALID, "%d operands, want %d", i->nops, arity);
     return NULL;
   }
+  for (int k = 0; k < i->nops; k++)
+    if (ev_is_dynamic(a[k])) {
+      bool handled;
+      EvalValue *r = eval_dynamic_operands(ev, i, a, &handled);
+      if (handled) return r;
+      break;
+    }
   if (ev_is_elementwise_op(i->op)) return eval_elementwise(ev, i, a);
   if (ev_is_collective_op(i->op)) return eval_collective(ev, i, a);
   switch (i->op) {
@@ -434,15 +442,11 @@ static EvalValue *eval_instr(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     return scalar_u32(ev, i, ev->o.replica_id);
   case HLO_PARTITION_ID:
     return scalar_u32(ev, i, ev->o.partition_id);
-  case HLO_GET_DIMENSION_SIZE: {
-    const Shape *os = i->ops[0]->shape;
-    if (i->dims.n != 1 || i->dims.v[0] < 0 || i->dims.v[0] >= os->rank) break;
-    if (os->dyn && os->dyn[i->dims.v[0]] != DIM_STATIC) {
-      ev_unsupported(ev, i, "get-dimension-size of a dynamic dimension");
-      return NULL;
-    }
-    return scalar_u32(ev, i, os->dims[i->dims.v[0]]);
-  }
+  case HLO_GET_DIMENSION_SIZE: return eval_get_dimension_size(ev, i, a);
+  case HLO_SET_DIMENSION_SIZE: return eval_set_dimension_size(ev, i, a);
+  case HLO_DYNAMIC_RESHAPE: return eval_dynamic_reshape(ev, i, a);
+  case HLO_RAGGED_ALL_TO_ALL: return eval_ragged_all_to_all(ev, i, a);
+  case HLO_SCALED_DOT: return eval_scaled_dot(ev, i, a);
   case HLO_IOTA: return eval_iota(ev, i);
   case HLO_BROADCAST: return eval_broadcast(ev, i, a);
   case HLO_RESHAPE: return eval_reshape(ev, i, a);

@@ -23,12 +23,15 @@ typedef enum EvalErrKind {
   EVAL_ERR_RESOURCE,              /* memory or time budget exceeded */
   EVAL_ERR_INPUT,                 /* wrong argument count, shape or type */
   EVAL_ERR_INVALID,               /* the module is malformed for evaluation */
+  EVAL_ERR_VALUE,                 /* a run-time value outside its op's domain: a
+                                     dynamic size past its bound, ragged rows
+                                     out of range */
 } EvalErrKind;
 
 typedef struct EvalStatus {
   EvalErrKind kind;
   /* UNSUPPORTED: the op name, or "custom-call:TARGET"; RESOURCE: "memory" or
-   * "time"; otherwise empty. */
+   * "time"; VALUE: the op name; otherwise empty. */
   char what[128];
   int64_t peak_bytes;             /* peak bytes of live values (also on success) */
 } EvalStatus;

@@ -28,6 +28,16 @@
 
 #include "eval.h"
 
+/* C11's CMPLX/CMPLXF build a complex from parts without arithmetic (so
+ * infinities and NaNs stay as given); glibc's <complex.h> defines them
+ * only for GCC, so other compilers (clang) get the same builtin here. */
+#ifndef CMPLX
+#define CMPLX(re, im) __builtin_complex((double)(re), (double)(im))
+#endif
+#ifndef CMPLXF
+#define CMPLXF(re, im) __builtin_complex((float)(re), (float)(im))
+#endif
+
 typedef struct EvalValue EvalValue;
 struct EvalValue {
   int refs;
@@ -37,6 +47,11 @@ struct EvalValue {
   int ntuple;
   EvalValue **tuple;
   EvalValue *owner;               /* views: the value whose data this borrows */
+  /* Arrays of a dynamic shape: the runtime size of each dimension (rank
+   * entries, heap) when some dimension is below its bound; NULL when every
+   * dimension is at its bound.  The buffer always holds the bound; elements
+   * beyond a runtime size are padding (see dynamic.c). */
+  int64_t *dsize;
   bool borrowed;                  /* data belongs to a Literal: never freed or written */
 };
 
@@ -78,6 +93,9 @@ void ev_scratch_free(Eval *ev, void *p, int64_t nbytes);
 
 bool ev_fail(Eval *ev, const HloInstr *i, EvalErrKind kind, const char *fmt,
              ...) PRINTF_LIKE(4, 5);
+/* EVAL_ERR_VALUE: an operand's run-time value is outside the op's domain. */
+bool ev_fail_value(Eval *ev, const HloInstr *i, const char *fmt, ...)
+    PRINTF_LIKE(3, 4);
 bool ev_unsupported(Eval *ev, const HloInstr *i, const char *what);
 /* Checks the time budget (cheaply: the clock is read every few calls). */
 bool ev_check_time(Eval *ev, const HloInstr *i);
@@ -254,6 +272,36 @@ EvalValue *eval_batch_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);
 /* collective.c: collectives on one replica and one partition */
 EvalValue *eval_collective(Eval *ev, const HloInstr *i, EvalValue *const *a);
 bool ev_is_collective_op(HloOp op);
+
+/* ragged_all_to_all.c: ragged-all-to-all on one participant */
+EvalValue *eval_ragged_all_to_all(Eval *ev, const HloInstr *i,
+                                  EvalValue *const *a);
+
+/* scaled_dot.c: scaled-dot as XLA's ScaledDotRewriter expands it */
+EvalValue *eval_scaled_dot(Eval *ev, const HloInstr *i, EvalValue *const *a);
+
+/* dynamic.c: runtime sizes of bounded dynamic dimensions */
+/* Whether v (or an element of the tuple v) has a dimension below its bound. */
+bool ev_is_dynamic(const EvalValue *v);
+/* Sets v's runtime sizes (rank entries; NULL, or all at the bounds, clears
+ * them). */
+void ev_set_dsize(EvalValue *v, const int64_t *dsize);
+/* Called when an operand of i has runtime sizes below its bounds.  Sets
+ * *handled and returns i's result (NULL on error: an elementwise op runs
+ * and keeps the sizes, any op that would read padding is refused); leaves
+ * *handled false for ops that pass values through unchanged (tuples, calls,
+ * control flow, copies, the dynamic-size ops), which then run as usual. */
+EvalValue *eval_dynamic_operands(Eval *ev, const HloInstr *i,
+                                 EvalValue *const *a, bool *handled);
+EvalValue *eval_set_dimension_size(Eval *ev, const HloInstr *i,
+                                   EvalValue *const *a);
+EvalValue *eval_get_dimension_size(Eval *ev, const HloInstr *i,
+                                   EvalValue *const *a);
+EvalValue *eval_dynamic_reshape(Eval *ev, const HloInstr *i,
+                                EvalValue *const *a);
+/* The literal of an array value with runtime sizes: a static shape of those
+ * sizes holding the valid elements only. */
+Literal *ev_dynamic_to_literal(Arena *a, const EvalValue *v);
 
 /* custom_call.c: the custom-call targets the interpreter can run */
 EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a);

@@ -299,7 +299,7 @@ Literal *io_parse_input(Arena *a, const char *spec, const Shape *want, Diag *d) 
     if (!typed) {
       et = want->et;
       rank = want->rank;
-      memcpy(dims, want->dims, sizeof(int64_t) * (size_t)rank);
+      if (rank) memcpy(dims, want->dims, sizeof(int64_t) * (size_t)rank);
     }
     size_t len;
     uint8_t *buf = read_all(path, &len, d);
@@ -326,7 +326,7 @@ Literal *io_parse_input(Arena *a, const char *spec, const Shape *want, Diag *d) 
     }
     et = want->et;
     rank = want->rank;
-    memcpy(dims, want->dims, sizeof(int64_t) * (size_t)rank);
+    if (rank) memcpy(dims, want->dims, sizeof(int64_t) * (size_t)rank);
   }
   if (!et_is_array(et)) {
     io_err(d, "'%s': %s values cannot be given", spec, et_name(et));
@@ -487,6 +487,13 @@ static void mark(Tracer *t, const HloInstr *i, int npath, const int64_t *path,
 
 static void mark_uses(Tracer *t, const HloInstr *i) {
   switch (i->op) {
+  case HLO_SET_DIMENSION_SIZE: {
+    const Shape *os = i->ops[0]->shape;
+    if (i->nops == 2 && shape_is_array(os) && i->dims.n == 1 && i->dims.v[0] >= 0 &&
+        i->dims.v[0] < os->rank && os->dims[i->dims.v[0]] >= 0)
+      mark(t, i->ops[1], 0, NULL, os->dims[i->dims.v[0]]);
+    break;
+  }
   case HLO_DYNAMIC_SLICE:
   case HLO_DYNAMIC_UPDATE_SLICE: {
     int first = i->op == HLO_DYNAMIC_SLICE ? 1 : 2;

@@ -20,20 +20,36 @@
 /*
  * Errors and budgets
  */
-bool ev_fail(Eval *ev, const HloInstr *i, EvalErrKind kind, const char *fmt,
-             ...) {
+static bool ev_vfail(Eval *ev, const HloInstr *i, EvalErrKind kind,
+                     const char *fmt, va_list ap) {
   if (ev->st && ev->st->kind == EVAL_OK) ev->st->kind = kind;
-  va_list ap;
-  va_start(ap, fmt);
   StrBuf b;
   sb_init(&b);
   if (i) sb_printf(&b, "%s '%s': ", hlo_op_name(i->op), i->name ? i->name : "");
   sb_vprintf(&b, fmt, ap);
-  va_end(ap);
   Loc loc = {0};
   if (i) loc = i->loc;
   diag_error(ev->d, loc, "%s", b.s);
   sb_free(&b);
+  return false;
+}
+
+bool ev_fail(Eval *ev, const HloInstr *i, EvalErrKind kind, const char *fmt,
+             ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ev_vfail(ev, i, kind, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+bool ev_fail_value(Eval *ev, const HloInstr *i, const char *fmt, ...) {
+  if (ev->st && ev->st->kind == EVAL_OK)
+    snprintf(ev->st->what, sizeof ev->st->what, "%s", hlo_op_name(i->op));
+  va_list ap;
+  va_start(ap, fmt);
+  ev_vfail(ev, i, EVAL_ERR_VALUE, fmt, ap);
+  va_end(ap);
   return false;
 }
 
@@ -199,6 +215,7 @@ void ev_unref(Eval *ev, EvalValue *v) {
   if (!v || --v->refs > 0) return;
   for (int k = 0; k < v->ntuple; k++) ev_unref(ev, v->tuple[k]);
   free(v->tuple);
+  free(v->dsize);
   if (v->owner) {
     ev_unref(ev, v->owner);
   } else if (v->borrowed) {

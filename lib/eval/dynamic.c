@@ -1,0 +1,255 @@
+/*
+ * dynamic.c - bounded dynamic shapes: runtime sizes of dynamic dimensions,
+ * set-dimension-size, get-dimension-size and dynamic-reshape.
+ *
+ * A value of shape f32[<=8] always holds its bound (8 elements, row-major
+ * over the bounds, like XLA's Literal); its runtime size per dimension lives
+ * in EvalValue.dsize, as XLA's Literal keeps dynamic sizes.  A value with
+ * no dsize is at its bounds: entry arguments and constants are, as a
+ * Literal built at the static bound is.  Runtime sizes are tracked exactly
+ * where XLA's evaluator sets or reads them:
+ *   - set-dimension-size(x, n) is x with dimension `dimensions` at size n
+ *     (0 <= n <= bound);
+ *   - get-dimension-size(x) is x's runtime size (the bound when x has none);
+ *   - dynamic-reshape(x, s0, s1, ...) lays x's valid elements, row-major
+ *     over x's runtime sizes, out row-major over the sizes s_k (a static
+ *     dimension's size must equal it), padding set to zero;
+ *   - elementwise ops keep their operands' runtime sizes (which must agree;
+ *     rank-0 operands broadcast), computing padding lanes on padding;
+ *   - tuples, get-tuple-element, calls, fusions, while, conditional, copies,
+ *     optimization barriers and async wrappers pass values through unchanged,
+ *     sizes included;
+ *   - a result leaves the interpreter (ev_dynamic_to_literal) as a literal
+ *     of the static shape of its runtime sizes holding the valid elements.
+ * Every other op given a value below its bounds is refused as unsupported
+ * ("OP on a value below its dynamic bounds"): it would read padding as if it
+ * were data.  XLA's evaluator ignores runtime sizes in those ops; refusing is
+ * the only answer that is never wrong.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "evalp.h"
+
+#define MAX_RANK 64
+
+bool ev_is_dynamic(const EvalValue *v) {
+  if (!v) return false;
+  if (v->dsize) return true;
+  for (int k = 0; k < v->ntuple; k++)
+    if (ev_is_dynamic(v->tuple[k])) return true;
+  return false;
+}
+
+void ev_set_dsize(EvalValue *v, const int64_t *dsize) {
+  const Shape *s = v->shape;
+  bool below = false;
+  if (dsize && shape_is_array(s))
+    for (int k = 0; k < s->rank; k++) below |= dsize[k] != s->dims[k];
+  free(v->dsize);
+  v->dsize = NULL;
+  if (!below) return;
+  v->dsize = xmalloc((size_t)s->rank * sizeof *v->dsize);
+  memcpy(v->dsize, dsize, (size_t)s->rank * sizeof *v->dsize);
+}
+
+/* v's runtime sizes into out (its bounds when it has none). */
+static void runtime_sizes(const EvalValue *v, const Shape *s, int64_t *out) {
+  for (int k = 0; k < s->rank; k++) out[k] = v->dsize ? v->dsize[k] : s->dims[k];
+}
+
+/* Ops that hand values on without reading their elements. */
+static bool passes_values(HloOp op) {
+  switch (op) {
+  case HLO_TUPLE: case HLO_GET_TUPLE_ELEMENT: case HLO_CALL: case HLO_FUSION:
+  case HLO_WHILE: case HLO_CONDITIONAL: case HLO_COPY:
+  case HLO_OPTIMIZATION_BARRIER: case HLO_DOMAIN: case HLO_ADD_DEPENDENCY:
+  case HLO_ASYNC_START: case HLO_ASYNC_UPDATE: case HLO_ASYNC_DONE:
+  case HLO_SET_DIMENSION_SIZE: case HLO_GET_DIMENSION_SIZE:
+  case HLO_DYNAMIC_RESHAPE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Elementwise op on operands with runtime sizes: they must agree (rank-0
+ * operands aside); the result takes them. */
+static EvalValue *elementwise(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *s = i->shape;
+  const int64_t *ds = NULL;
+  if (!shape_is_array(s) || s->rank > MAX_RANK) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "elementwise op with a non-array result");
+    return NULL;
+  }
+  int64_t want[MAX_RANK], got[MAX_RANK];
+  bool first = true;
+  for (int k = 0; k < i->nops; k++) {
+    const Shape *os = i->ops[k]->shape;
+    if (os->rank == 0 && s->rank > 0) continue;
+    if (os->rank != s->rank) {
+      char what[96];
+      snprintf(what, sizeof what, "%s changing rank on a value below its dynamic bounds",
+               hlo_op_name(i->op));
+      ev_unsupported(ev, i, what);
+      return NULL;
+    }
+    runtime_sizes(a[k], os, got);
+    if (first) {
+      memcpy(want, got, sizeof(int64_t) * (size_t)s->rank);
+      ds = want;
+      first = false;
+    } else if (memcmp(want, got, sizeof(int64_t) * (size_t)s->rank) != 0) {
+      ev_fail_value(ev, i, "operand %d's runtime sizes differ from "
+              "operand 0's", k);
+      return NULL;
+    }
+  }
+  EvalValue *r = eval_elementwise(ev, i, a);
+  if (!r) return NULL;
+  if (r->refs > 1 || r->borrowed || r->owner) {
+    /* shared with an operand: give the result its own value */
+    EvalValue *c = ev_view(ev, r, s);
+    ev_unref(ev, r);
+    r = c;
+  }
+  ev_set_dsize(r, ds);
+  return r;
+}
+
+EvalValue *eval_dynamic_operands(Eval *ev, const HloInstr *i,
+                                 EvalValue *const *a, bool *handled) {
+  *handled = false;
+  if (passes_values(i->op)) return NULL;
+  *handled = true;
+  if (ev_is_elementwise_op(i->op)) return elementwise(ev, i, a);
+  char what[96];
+  snprintf(what, sizeof what, "%s on a value below its dynamic bounds",
+           hlo_op_name(i->op));
+  ev_unsupported(ev, i, what);
+  return NULL;
+}
+
+static bool scalar_index(Eval *ev, const HloInstr *i, int k, EvalValue *const *a,
+                         int64_t *out) {
+  const Shape *s = i->ops[k]->shape;
+  if (!shape_is_array(s) || s->rank != 0 || !et_is_int(s->et) || !a[k]->data)
+    return ev_fail(ev, i, EVAL_ERR_INVALID, "operand %d must be an integer scalar", k);
+  *out = ev_get_index(s->et, a[k]->data);
+  return true;
+}
+
+EvalValue *eval_set_dimension_size(Eval *ev, const HloInstr *i,
+                                   EvalValue *const *a) {
+  const Shape *os = i->ops[0]->shape, *s = i->shape;
+  int64_t d = i->dims.n == 1 ? i->dims.v[0] : -1, n;
+  if (!shape_is_array(os) || !shape_is_array(s) || os->rank > MAX_RANK ||
+      d < 0 || d >= os->rank || s->rank != os->rank || os->dims[d] < 0) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "malformed set-dimension-size");
+    return NULL;
+  }
+  if (!scalar_index(ev, i, 1, a, &n)) return NULL;
+  if (n < 0 || n > os->dims[d]) {
+    ev_fail_value(ev, i, "size %lld outside [0, %lld] of dimension %lld",
+            (long long)n, (long long)os->dims[d], (long long)d);
+    return NULL;
+  }
+  int64_t ds[MAX_RANK];
+  runtime_sizes(a[0], os, ds);
+  ds[d] = n;
+  EvalValue *r = ev_view(ev, a[0], s);
+  ev_set_dsize(r, ds);
+  return r;
+}
+
+EvalValue *eval_get_dimension_size(Eval *ev, const HloInstr *i,
+                                   EvalValue *const *a) {
+  const Shape *os = i->ops[0]->shape;
+  int64_t d = i->dims.n == 1 ? i->dims.v[0] : -1;
+  if (!shape_is_array(os) || d < 0 || d >= os->rank || !shape_is_array(i->shape) ||
+      i->shape->rank != 0) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "malformed get-dimension-size");
+    return NULL;
+  }
+  int64_t n = a[0]->dsize ? a[0]->dsize[d] : os->dims[d];
+  if (n < 0) {
+    ev_unsupported(ev, i, "get-dimension-size of an unbounded dimension");
+    return NULL;
+  }
+  EvalValue *r = ev_array(ev, i->shape);
+  if (r) ev_set_s64(i->shape->et, r->data, n);
+  return r;
+}
+
+EvalValue *eval_dynamic_reshape(Eval *ev, const HloInstr *i,
+                                EvalValue *const *a) {
+  const Shape *os = i->ops[0]->shape, *s = i->shape;
+  if (!shape_is_array(os) || !shape_is_array(s) || os->et != s->et ||
+      os->rank > MAX_RANK || s->rank > MAX_RANK || i->nops != 1 + s->rank) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "dynamic-reshape needs one size operand per "
+            "result dimension and the operand's element type");
+    return NULL;
+  }
+  int64_t in[MAX_RANK], out[MAX_RANK], nin = 1, nout = 1;
+  runtime_sizes(a[0], os, in);
+  for (int k = 0; k < os->rank; k++) nin *= in[k];
+  for (int k = 0; k < s->rank; k++) {
+    if (!scalar_index(ev, i, 1 + k, a, &out[k])) return NULL;
+    bool dyn = s->dyn && s->dyn[k] != DIM_STATIC;
+    if (!dyn && out[k] != s->dims[k]) {
+      ev_fail_value(ev, i, "size %lld of static dimension %d is not %lld",
+                    (long long)out[k], k, (long long)s->dims[k]);
+      return NULL;
+    }
+    if (out[k] < 0 || out[k] > s->dims[k]) {
+      ev_fail_value(ev, i, "size %lld of dimension %d outside [0, %lld]",
+                    (long long)out[k], k, (long long)s->dims[k]);
+      return NULL;
+    }
+    if (out[k] && nout > INT64_MAX / out[k]) nout = -1;
+    else nout *= out[k];
+  }
+  if (nout != nin) {
+    ev_fail_value(ev, i, "the sizes hold %lld elements, the operand "
+            "%lld", (long long)nout, (long long)nin);
+    return NULL;
+  }
+  int eb = et_bytes(s->et);
+  EvalValue *r = ev_array(ev, s);
+  if (!r) return NULL;
+  uint8_t *dense = ev_scratch(ev, i, nin * eb);
+  if (!dense) {
+    ev_unref(ev, r);
+    return NULL;
+  }
+  /* the valid elements in order, then out at the result's bound strides */
+  static const int64_t zero[MAX_RANK];
+  ev_copy_box(os->rank, os->dims, a[0]->data, zero, in, NULL, dense, eb);
+  int64_t sstr[MAX_RANK], dstr[MAX_RANK], st = 1;
+  ev_strides(s, dstr);
+  for (int k = s->rank - 1; k >= 0; k--) {
+    sstr[k] = st;
+    st *= out[k];
+  }
+  ev_copy_strided(s->rank, out, dense, sstr, r->data, dstr, eb);
+  ev_scratch_free(ev, dense, nin * eb);
+  ev_set_dsize(r, out);
+  return r;
+}
+
+Literal *ev_dynamic_to_literal(Arena *a, const EvalValue *v) {
+  const Shape *s = v->shape;
+  Literal *l = ARENA_NEW(a, Literal);
+  l->shape = shape_clone(a, s);
+  l->shape->dyn = NULL;
+  int64_t n = 1;
+  for (int k = 0; k < s->rank; k++) {
+    l->shape->dims[k] = v->dsize[k];
+    n *= v->dsize[k];
+  }
+  int eb = et_bytes(s->et);
+  l->data = arena_alloc(a, n > 0 ? (size_t)(n * eb) : 1);
+  static const int64_t zero[MAX_RANK];
+  ev_copy_box(s->rank, s->dims, v->data, zero, v->dsize, NULL, l->data, eb);
+  return l;
+}
