@@ -2,19 +2,24 @@
  * pipeline.c - benchmark of the default HLO pipeline (passes/pipeline.c) on
  * the largest modules of the corpus.
  *
- *   pipeline [-n N] [-r RUNS] [DIR]
+ *   pipeline [-n N] [-r RUNS] [-t] [-p 1|4] [DIR]
  *
  * Takes the N largest DIR/ *.hlo files (default 3; DIR defaults to
  * $XHLOC_CORPUS or ../shared/hlo-corpus).  For each it reports the best of
  * RUNS (default 3) times of the whole default pipeline on a freshly parsed
  * copy of the first module, in CPU time of this thread, against the target
  * of 2 seconds.  Then the same for a module holding that module four times
- * over (its entry computation copied four times, each called from a new
- * entry; the call inliner puts them together), and the ratio of the two
- * times per instruction: close to 1 when the pipeline's time grows linearly
- * with module size.  Instructions are counted after flatten-call-graph (run
- * untimed first), so that computations called from several places count
- * once per call site in both modules.
+ * over (a new entry holding four inlined copies of the entry's body, each on
+ * its own parameters), and the ratio of the two times per instruction:
+ * close to 1 when the pipeline's time grows linearly with module size.  So
+ * that the two differ in size only, both are printed and parsed again
+ * before timing (the copy is then a fresh parse like the original, without
+ * calls or a cloned memory layout of its own), and instructions are counted
+ * after flatten-call-graph and the removal of unreachable computations
+ * (both untimed), so that computations called from several places count
+ * once per call site and dead ones not at all.  With -t the pass manager's timing
+ * table of the last run of each module follows.  -p 1 (or 4) times only the
+ * module (or only the module four times over), for profiling one of them.
  */
 #include "../lib/hlo/ir_edit.h"
 #include "../passes/passes.h"
@@ -50,14 +55,12 @@ static int64_t count_instrs(const HloModule *m) {
   return n;
 }
 
-/* The module with its entry four times over: the entry is cloned three
- * times and a new entry calls all four on their own parameters. */
+/* The module with its entry four times over: a new entry holds four
+ * inlined copies of the old entry's body, each on its own parameters, and
+ * returns their results as a tuple. */
 static void repeat4(HloModule *m) {
   IrEdit *e = ir_begin(m);
   HloComp *orig = m->entry;
-  HloComp *copies[4] = {orig, NULL, NULL, NULL};
-  for (int k = 1; k < 4; k++)
-    copies[k] = ir_clone_comp(e, orig, ".copy");
   orig->is_entry = false;
   HloComp *entry = ir_new_comp(e, "repeat4");
   entry->is_entry = true;
@@ -65,27 +68,42 @@ static void repeat4(HloModule *m) {
   m->entry_layout = NULL; /* the signature changed */
   m->nio_alias = 0;
   m->nbuffer_donors = 0;
-  HloInstr *calls[4];
+  HloInstr *results[4];
+  HloInstr **args = xcalloc((size_t)orig->nparams + 1, sizeof *args);
   for (int k = 0; k < 4; k++) {
-    HloComp *c = copies[k];
-    HloInstr **args = xcalloc((size_t)c->nparams + 1, sizeof *args);
-    for (int p = 0; p < c->nparams; p++)
-      args[p] = ir_add_param(e, entry, shape_clone(m->arena, c->params[p]->shape),
-                             "arg");
-    calls[k] = ir_new(e, entry, HLO_CALL, shape_clone(m->arena, c->root->shape),
-                      c->nparams, args);
-    calls[k]->ncalled = 1;
-    calls[k]->called = ARENA_ARRAY(m->arena, HloComp *, 1);
-    calls[k]->called[0] = c;
-    free(args);
+    for (int p = 0; p < orig->nparams; p++)
+      args[p] = ir_add_param(e, entry,
+                             shape_clone(m->arena, orig->params[p]->shape), "arg");
+    results[k] = ir_inline(e, entry, orig, args);
   }
-  entry->root = ir_tuple(e, entry, 4, calls);
+  free(args);
+  entry->root = ir_tuple(e, entry, 4, results);
+  ir_remove_unused_comps(e);
   ir_end(e, true);
 }
 
+/* m printed and parsed again (NULL with the error in d). */
+static HloModule *reparse(const HloModule *m, SrcFile **src, Diag *d) {
+  StrBuf b;
+  sb_init(&b);
+  hlo_print_module(&b, m, &print_options_default);
+  *src = srcfile_from_string("reparsed", b.s, b.len);
+  sb_free(&b);
+  ParseOptions po = {.strip_glog_prefixes = true};
+  HloModule **mods = NULL;
+  int n = hlo_parse(*src, &po, &mods, d);
+  if (n < 1)
+    return NULL;
+  HloModule *r = mods[0];
+  for (int k = 1; k < n; k++)
+    hlo_module_free(mods[k]);
+  free(mods);
+  return r;
+}
+
 /* Best of runs: parse the file, optionally repeat, run the pipeline. */
-static bool time_pipeline(const char *path, bool four, int runs, double *best,
-                          int64_t *instrs) {
+static bool time_pipeline(const char *path, bool four, int runs, bool table,
+                          double *best, int64_t *instrs) {
   *best = -1;
   for (int r = 0; r < runs; r++) {
     Diag d = {0};
@@ -101,15 +119,31 @@ static bool time_pipeline(const char *path, bool four, int runs, double *best,
       srcfile_free(src);
       return false;
     }
-    HloModule *m = mods[0];
     if (four)
-      repeat4(m);
+      repeat4(mods[0]);
+    SrcFile *src2 = NULL;
+    HloModule *m = reparse(mods[0], &src2, &d);
+    for (int k = 0; k < n; k++)
+      hlo_module_free(mods[k]);
+    free(mods);
+    srcfile_free(src);
+    if (!m || !hlo_verify(m, &d)) {
+      diag_print(&d, stderr);
+      diag_clear(&d);
+      if (m)
+        hlo_module_free(m);
+      srcfile_free(src2);
+      return false;
+    }
     /* Sizes are compared with every call site's computations counted:
      * flatten first (the pipeline's own flatten then finds nothing). */
     PassContext ctx = {&d};
     pass_flatten_call_graph(m, &ctx);
+    IrEdit *e = ir_begin(m);
+    ir_end(e, ir_remove_unused_comps(e));
     *instrs = count_instrs(m);
-    PipelineOptions o = {0};
+    PipelineOptions o = {.time_passes = table && r == runs - 1,
+                         .time_out = stdout};
     double t0 = cpu_seconds();
     bool ok = pipeline_run(m, &o, &d);
     double t = cpu_seconds() - t0;
@@ -117,10 +151,8 @@ static bool time_pipeline(const char *path, bool four, int runs, double *best,
       diag_print(&d, stderr);
       diag_clear(&d);
     }
-    for (int k = 0; k < n; k++)
-      hlo_module_free(mods[k]);
-    free(mods);
-    srcfile_free(src);
+    hlo_module_free(m);
+    srcfile_free(src2);
     if (!ok)
       return false;
     if (*best < 0 || t < *best)
@@ -131,6 +163,8 @@ static bool time_pipeline(const char *path, bool four, int runs, double *best,
 
 int main(int argc, char **argv) {
   int nfiles = 3, runs = 3;
+  bool table = false;
+  int only = 0;
   const char *dir = getenv("XHLOC_CORPUS");
   if (!dir)
     dir = "../shared/hlo-corpus";
@@ -139,10 +173,14 @@ int main(int argc, char **argv) {
       nfiles = atoi(argv[++k]);
     else if (strcmp(argv[k], "-r") == 0 && k + 1 < argc)
       runs = atoi(argv[++k]);
+    else if (strcmp(argv[k], "-p") == 0 && k + 1 < argc)
+      only = atoi(argv[++k]);
+    else if (strcmp(argv[k], "-t") == 0)
+      table = true;
     else if (argv[k][0] != '-')
       dir = argv[k];
     else {
-      fprintf(stderr, "usage: pipeline [-n N] [-r RUNS] [DIR]\n");
+      fprintf(stderr, "usage: pipeline [-n N] [-r RUNS] [-t] [-p 1|4] [DIR]\n");
       return 2;
     }
   }
@@ -175,12 +213,17 @@ int main(int argc, char **argv) {
   for (int k = 0; k < files.len && k < nfiles; k++) {
     const char *path = files.data[k].path;
     const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    double t1, t4;
-    int64_t n1, n4;
-    if (!time_pipeline(path, false, runs, &t1, &n1) ||
-        !time_pipeline(path, true, runs, &t4, &n4)) {
+    double t1 = 0, t4 = 0;
+    int64_t n1 = 0, n4 = 0;
+    if ((only != 4 && !time_pipeline(path, false, runs, table, &t1, &n1)) ||
+        (only != 1 && !time_pipeline(path, true, runs, table, &t4, &n4))) {
       printf("%s: FAILED\n", base);
       ok = false;
+      continue;
+    }
+    if (only) {
+      printf("%s\n  %8lld instructions  %7.3f s\n", base,
+             (long long)(only == 4 ? n4 : n1), only == 4 ? t4 : t1);
       continue;
     }
     double ratio = (t4 / (double)n4) / (t1 / (double)n1);

@@ -57,9 +57,17 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   int n = w->shape->ntuple;
   HloInstr **order;
   int no = ir_instr_post_order(body, &order);
-  HloModule *m = ir_module(e);
-  /* inv[id]: 1 invariant, 2 invariant and hoisted. */
-  uint8_t *inv = xcalloc((size_t)m->next_id + 1, 1);
+  /* Tables by id over the body's id range only (not the module's, which
+   * would make the pass quadratic in the number of loops). */
+  int lo = INT32_MAX, hi = 0;
+  for (int k = 0; k < body->ninstrs; k++) {
+    lo = body->instrs[k]->id < lo ? body->instrs[k]->id : lo;
+    hi = body->instrs[k]->id > hi ? body->instrs[k]->id : hi;
+  }
+  if (hi < lo)
+    lo = hi = 0;
+  /* inv[id - lo]: 1 invariant, 2 invariant and hoisted. */
+  uint8_t *inv = xcalloc((size_t)(hi - lo) + 1, 1);
   int ninv = 0;
   for (int k = 0; k < no; k++) {
     HloInstr *i = order[k];
@@ -69,16 +77,16 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
       int64_t t = i->tuple_index;
       if (t >= 0 && t < root->nops && root->ops[t]->op == HLO_GET_TUPLE_ELEMENT &&
           root->ops[t]->ops[0] == param && root->ops[t]->tuple_index == t)
-        inv[i->id] = 1;
+        inv[i->id - lo] = 1;
       continue;
     }
     if (!hoistable_op(i))
       continue;
     bool all = true;
     for (int j = 0; j < i->nops && all; j++)
-      all = i->ops[j]->parent == body && inv[i->ops[j]->id];
+      all = i->ops[j]->parent == body && inv[i->ops[j]->id - lo];
     if (all) {
-      inv[i->id] = 1;
+      inv[i->id - lo] = 1;
       ninv++;
     }
   }
@@ -87,16 +95,16 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   bool any = false;
   for (int k = no - 1; k >= 0; k--) {
     HloInstr *i = order[k];
-    if (!inv[i->id])
+    if (!inv[i->id - lo])
       continue;
     bool feeds = false;
     HloInstr **us;
     int nu = ir_users(e, i, &us);
     for (int j = 0; j < nu && !feeds; j++)
-      feeds = inv[us[j]->id] == 2;
+      feeds = inv[us[j]->id - lo] == 2;
     bool own = !cheap(i->op) && !(i->op == HLO_GET_TUPLE_ELEMENT);
     if (own || (feeds && i->op != HLO_GET_TUPLE_ELEMENT)) {
-      inv[i->id] = 2;
+      inv[i->id - lo] = 2;
       any |= own;
     }
   }
@@ -107,37 +115,37 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   }
   /* Clone the hoisted instructions before the loop. */
   HloInstr *init = w->ops[0];
-  HloInstr **clone = xcalloc((size_t)m->next_id + 1, sizeof *clone);
+  HloInstr **clone = xcalloc((size_t)(hi - lo) + 1, sizeof *clone);
   Vec(HloInstr *) ops = {0};
   for (int k = 0; k < no; k++) {
     HloInstr *i = order[k];
-    if (inv[i->id] != 2)
+    if (inv[i->id - lo] != 2)
       continue;
     ops.len = 0;
     for (int j = 0; j < i->nops; j++) {
       HloInstr *o = i->ops[j];
-      HloInstr *v = clone[o->id];
+      HloInstr *v = clone[o->id - lo];
       if (!v) { /* a pass-through state element */
         v = init->op == HLO_TUPLE ? init->ops[o->tuple_index]
                                   : ir_gte(e, c, init, o->tuple_index);
-        clone[o->id] = v;
+        clone[o->id - lo] = v;
       }
       vec_push(&ops, v);
     }
-    clone[i->id] = ir_clone(e, c, i, NULL, ops.len, ops.data);
+    clone[i->id - lo] = ir_clone(e, c, i, NULL, ops.len, ops.data);
   }
   vec_free(&ops);
   /* The values the rest of the body still reads become state elements. */
   Vec(HloInstr *) out = {0}; /* hoisted body instructions still used */
   for (int k = 0; k < no; k++) {
     HloInstr *i = order[k];
-    if (inv[i->id] != 2)
+    if (inv[i->id - lo] != 2)
       continue;
     HloInstr **us;
     int nu = ir_users(e, i, &us);
     bool outside = ir_is_root(i);
     for (int j = 0; j < nu && !outside; j++)
-      outside = inv[us[j]->id] != 2;
+      outside = inv[us[j]->id - lo] != 2;
     if (outside)
       vec_push(&out, i);
   }
@@ -150,7 +158,7 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   }
   for (int k = 0; k < out.len; k++) {
     elems[n + k] = shape_clone(a, out.data[k]->shape);
-    init_ops[n + k] = clone[out.data[k]->id];
+    init_ops[n + k] = clone[out.data[k]->id - lo];
   }
   Shape *state = shape_tuple(a, nn, elems);
   param->shape = shape_clone(a, state);
@@ -167,7 +175,7 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   body->root = nr;
   ir_remove_dead(e, root);
   for (int k = no - 1; k >= 0; k--)
-    if (inv[order[k]->id] == 2)
+    if (inv[order[k]->id - lo] == 2)
       ir_remove_dead(e, order[k]);
   /* The loop: the new state; users that are not get-tuple-elements see the
    * old elements. */

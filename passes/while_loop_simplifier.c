@@ -146,10 +146,18 @@ static int dead_elements(IrEdit *e, HloInstr *w, bool *dead) {
   HloInstr **order;
   int no = ir_instr_post_order(body, &order);
   int64_t *from = xmalloc(sizeof *from * (size_t)(no + 1));
-  HloModule *m = ir_module(e);
-  int *slot = xmalloc(sizeof *slot * (size_t)(m->next_id + 1));
+  /* Positions by id over the body's id range only (the module's would make
+   * the pass quadratic in the number of loops). */
+  int lo = INT32_MAX, hi = 0;
+  for (int j = 0; j < no; j++) {
+    lo = order[j]->id < lo ? order[j]->id : lo;
+    hi = order[j]->id > hi ? order[j]->id : hi;
+  }
+  if (hi < lo)
+    lo = hi = 0;
+  int *slot = xmalloc(sizeof *slot * (size_t)(hi - lo + 1));
   for (int j = 0; j < no; j++)
-    slot[order[j]->id] = j;
+    slot[order[j]->id - lo] = j;
   for (int k = 0; k < n; k++) {
     if (!dead[k])
       continue;
@@ -160,12 +168,12 @@ static int dead_elements(IrEdit *e, HloInstr *w, bool *dead) {
       from[j] = is_state_elem(i, body, &idx) && idx == k;
       for (int q = 0; q < i->nops && !from[j]; q++)
         if (i->ops[q]->parent == body && i->ops[q] != body->params[0])
-          from[j] = from[slot[i->ops[q]->id]];
+          from[j] = from[slot[i->ops[q]->id - lo]];
       if (from[j] && ir_has_side_effect_deep(i))
         dead[k] = false;
     }
     for (int q = 0; q < body->root->nops && dead[k]; q++)
-      if (q != k && from[slot[body->root->ops[q]->id]])
+      if (q != k && from[slot[body->root->ops[q]->id - lo]])
         dead[k] = false;
   }
   free(slot);

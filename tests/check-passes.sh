@@ -4,7 +4,8 @@
 # Every testdata/passes/**/*.hlo holds one or more "// RUN: COMMAND" lines.
 # In COMMAND, %s is the test file, %t a scratch path for the test (removed
 # first), "xhloc" the xhloc under test (run with --verify-each, so the
-# verifier checks every pass), "FileCheck" or "FileCheck-19" the FileCheck
+# verifier checks every pass), "xhlo-run" the runner next to it,
+# "FileCheck" or "FileCheck-19" the FileCheck
 # to use, and "not CMD" succeeds when CMD fails.  A test passes when every
 # RUN line exits 0 (with pipefail).
 # Run from the repository root; XHLOC_BIN names the binaries' directory.
@@ -50,6 +51,7 @@ for t in "${tests[@]}"; do
     cmd=${cmd//%t/$tmp}
     cmd=$(printf '%s' "$cmd" | sed -E \
       -e "s#(^|[|;&( ])xhloc #\\1$bin/xhloc --verify-each #g" \
+      -e "s#(^|[|;&( ])xhlo-run #\\1$bin/xhlo-run #g" \
       -e "s#(^|[|;&( ])FileCheck(-19)? #\\1$filecheck #g")
     if ! bash -o pipefail -c "$cmd" >"$out" 2>&1; then
       echo "FAIL: $t"

@@ -502,6 +502,9 @@ struct Module {
   RawAttr *raw_attrs;             /* unknown header attributes */
   char *trailer;                  /* FileNames/FunctionNames/... tables, raw */
   Loc loc;
+  /* ir_edit.c: a number past every ".N" suffix of the module's names, kept
+   * as fresh names are made (0: not known yet; found by a scan). */
+  int64_t name_suffix_hint;
 };
 
 /*

@@ -80,7 +80,8 @@ struct IrEdit {
   uint32_t *mark;                 /* by id: scratch for de-duplication */
   uint8_t *ctrl;                  /* by id: in a control dependency */
   uint32_t gen;
-  bool have_users;                /* users, nuses and ctrl are built */
+  bool have_users;                /* users and nuses are built */
+  bool have_ctrl;                 /* ctrl is built */
   HloInstr **pool;                /* the user lists ensure_users built */
   bool have_calls;                /* calls is built */
   PtrMap calls;                   /* computation -> call sites (as intptr) */
@@ -162,17 +163,25 @@ static void note_suffix(IrEdit *e, const char *name) {
   name_root(name, &num);
   if (num >= e->next_suffix)
     e->next_suffix = num + 1;
+  if (e->have_names && e->next_suffix > e->m->name_suffix_hint)
+    e->m->name_suffix_hint = e->next_suffix;
 }
 
 /* Fresh names are "<root>.<N>" with N past every numeric suffix in the
  * module, so they are unique without a set of the names in use: one scan
- * finds the largest suffix, the first time a name is needed. */
+ * finds the largest suffix, the first time a name is needed in the
+ * module's life; after that the module keeps the number
+ * (name_suffix_hint), so later edits need no scan. */
 static void ensure_names(IrEdit *e) {
   if (e->have_names)
     return;
   e->have_names = true;
-  e->next_suffix = 1;
   HloModule *m = e->m;
+  if (m->name_suffix_hint > 0) {
+    e->next_suffix = m->name_suffix_hint;
+    return;
+  }
+  e->next_suffix = 1;
   for (int ci = 0; ci < m->ncomps; ci++) {
     HloComp *c = m->comps[ci];
     note_suffix(e, c->name);
@@ -180,12 +189,43 @@ static void ensure_names(IrEdit *e) {
       if (c->instrs[k]->name)
         note_suffix(e, c->instrs[k]->name);
   }
+  m->name_suffix_hint = e->next_suffix;
 }
 
+/* Edits open now (of any module): ids are renumbered only when the edit
+ * ending is the only one, as another's tables are indexed by id. */
+static int open_edits;
+
 IrEdit *ir_begin(HloModule *m) {
+  open_edits++;
   IrEdit *e = xcalloc(1, sizeof *e);
   e->m = m;
   return e;
+}
+
+/* Which instructions take part in a control dependency: a walk that reads
+ * one field of each instruction, cheaper than the user lists (many passes
+ * ask only this of most instructions). */
+static void ensure_ctrl(IrEdit *e) {
+  if (e->have_ctrl)
+    return;
+  e->have_ctrl = true;
+  HloModule *m = e->m;
+  ensure_cap(e, m->next_id > 0 ? m->next_id : 1);
+  for (int ci = 0; ci < m->ncomps; ci++) {
+    HloComp *c = m->comps[ci];
+    for (int k = 0; k < c->ninstrs; k++) {
+      HloInstr *i = c->instrs[k];
+      if (i->ncontrol_preds == 0 || ir_removed(i))
+        continue;
+      ensure_cap(e, i->id);
+      e->ctrl[i->id] = 1;
+      for (int j = 0; j < i->ncontrol_preds; j++) {
+        ensure_cap(e, i->control_preds[j]->id);
+        e->ctrl[i->control_preds[j]->id] = 1;
+      }
+    }
+  }
 }
 
 /* The users of every instruction, built from the IR as it is the first time
@@ -195,6 +235,7 @@ static void ensure_users(IrEdit *e) {
   if (e->have_users)
     return;
   e->have_users = true;
+  ensure_ctrl(e);
   HloModule *m = e->m;
   ensure_cap(e, m->next_id > 0 ? m->next_id : 1);
   /* One walk over the instructions collects (operand, user) pairs; a
@@ -213,14 +254,6 @@ static void ensure_users(IrEdit *e) {
       vec_grow(&pairs, i->nops);
       for (int j = 0; j < i->nops; j++)
         pairs.data[pairs.len++] = (Pair){i->ops[j]->id, i};
-      if (i->ncontrol_preds > 0) {
-        ensure_cap(e, i->id);
-        e->ctrl[i->id] = 1;
-        for (int j = 0; j < i->ncontrol_preds; j++) {
-          ensure_cap(e, i->control_preds[j]->id);
-          e->ctrl[i->control_preds[j]->id] = 1;
-        }
-      }
     }
   }
   for (int k = 0; k < pairs.len; k++) {
@@ -284,7 +317,7 @@ bool ir_is_root(const HloInstr *i) { return i->parent && i->parent->root == i; }
 bool ir_has_control_deps(IrEdit *e, const HloInstr *i) {
   if (i->ncontrol_preds > 0)
     return true;
-  ensure_users(e);
+  ensure_ctrl(e);
   return i->id < e->cap && e->ctrl[i->id];
 }
 
@@ -615,21 +648,30 @@ char *ir_unique_name(IrEdit *e, const char *base) {
   ensure_names(e);
   if (!base || !*base)
     base = "instr";
+  /* Another edit of the module (nested in this one) may have made names. */
+  if (e->m->name_suffix_hint > e->next_suffix)
+    e->next_suffix = e->m->name_suffix_hint;
   int64_t num;
   size_t n = name_root(base, &num);
-  StrBuf b;
-  sb_init(&b);
-  sb_putn(&b, base, n);
-  sb_printf(&b, ".%lld", (long long)e->next_suffix++);
-  char *s = arena_strdup(e->m->arena, b.s);
-  sb_free(&b);
+  /* "<root>.<N>" written straight into the arena (this runs once per new
+   * instruction). */
+  char digits[24];
+  int nd = 0;
+  for (uint64_t v = (uint64_t)e->next_suffix++; nd == 0 || v > 0; v /= 10)
+    digits[nd++] = (char)('0' + v % 10);
+  e->m->name_suffix_hint = e->next_suffix;
+  char *s = arena_alloc(e->m->arena, n + (size_t)nd + 2);
+  memcpy(s, base, n);
+  s[n] = '.';
+  for (int k = 0; k < nd; k++)
+    s[n + 1 + k] = digits[nd - 1 - k];
   return s;
 }
 
 /* i takes part in a control dependency (once the users exist; before, the
  * build finds it). */
 static void mark_ctrl(IrEdit *e, HloInstr *i) {
-  if (!e->have_users)
+  if (!e->have_ctrl)
     return;
   ensure_cap(e, i->id);
   e->ctrl[i->id] = 1;
@@ -680,8 +722,8 @@ HloComp *ir_new_comp(IrEdit *e, const char *base_name) {
     taken = strcmp(e->m->comps[k]->name, base_name) == 0;
   char *name = taken ? ir_unique_name(e, base_name)
                      : arena_strdup(e->m->arena, base_name);
-  if (e->have_names)
-    note_suffix(e, name);
+  ensure_names(e);
+  note_suffix(e, name);
   return hlo_comp_new(e->m, name);
 }
 
@@ -1099,57 +1141,90 @@ int ir_instr_post_order(const HloComp *c, HloInstr ***out) {
   return n;
 }
 
-int ir_comp_post_order(const HloModule *m, HloComp ***out) {
+/* The call graph of m's computations as edge lists by index in m->comps:
+ * the callees of computation k are edges[start[k] .. start[k + 1]), in the
+ * order of its instructions and their called computations (callees not in
+ * m->comps left out). */
+typedef struct CallGraph {
+  int *start;                     /* ncomps + 1 */
+  Vec(int) edges;
+} CallGraph;
+
+/* Appends i's callees to g (index maps computation -> 1 + its index). */
+static void graph_add_calls(CallGraph *g, const PtrMap *index,
+                            const HloInstr *i) {
+  for (int j = 0; j < i->ncalled; j++) {
+    intptr_t at = (intptr_t)pm_get(index, i->called[j]);
+    if (at > 0)
+      vec_push(&g->edges, (int)(at - 1));
+  }
+}
+
+static void comp_index(const HloModule *m, PtrMap *index) {
+  pm_init(index, m->ncomps);
+  for (int k = 0; k < m->ncomps; k++)
+    pm_put(index, m->comps[k], (void *)(intptr_t)(k + 1));
+}
+
+/* Post-order DFS over g from each computation in m's order: callees before
+ * callers.  Writes the computations to order; returns the count. */
+static int graph_post_order(const HloModule *m, const CallGraph *g,
+                            HloComp **order) {
   int n = m->ncomps;
-  HloComp **order = xmalloc(sizeof *order * (size_t)(n + 1));
   int cnt = 0;
-  /* Computation -> 1 + its index (membership), and a seen flag by index. */
-  PtrMap index;
-  pm_init(&index, n);
-  for (int k = 0; k < n; k++)
-    pm_put(&index, m->comps[k], (void *)(intptr_t)(k + 1));
   uint8_t *seen = xcalloc((size_t)n + 1, 1);
   typedef struct Frame {
-    HloComp *c;
-    int k, j; /* instruction, called index */
+    int c, next; /* computation, next edge */
   } Frame;
   Frame *stack = xmalloc(sizeof *stack * (size_t)(n + 1));
   for (int s = 0; s < n; s++) {
     if (seen[s])
       continue;
     int sp = 0;
-    stack[sp++] = (Frame){m->comps[s], 0, 0};
+    stack[sp++] = (Frame){s, g->start[s]};
     seen[s] = 1;
     while (sp > 0) {
       Frame *f = &stack[sp - 1];
-      HloComp *c = f->c;
-      HloComp *next = NULL;
-      while (f->k < c->ninstrs && !next) {
-        HloInstr *i = c->instrs[f->k];
-        if (ir_removed(i) || f->j >= i->ncalled) {
-          f->k++;
-          f->j = 0;
-          continue;
-        }
-        HloComp *cc = i->called[f->j++];
-        intptr_t at = (intptr_t)pm_get(&index, cc);
-        if (at > 0 && !seen[at - 1]) {
-          seen[at - 1] = 1;
+      int next = -1;
+      while (f->next < g->start[f->c + 1] && next < 0) {
+        int cc = g->edges.data[f->next++];
+        if (!seen[cc]) {
+          seen[cc] = 1;
           next = cc;
         }
       }
-      if (next) {
+      if (next >= 0) {
         if (sp > n)
           die("call graph is not a DAG");
-        stack[sp++] = (Frame){next, 0, 0};
+        stack[sp++] = (Frame){next, g->start[next]};
         continue;
       }
-      order[cnt++] = c;
+      order[cnt++] = m->comps[f->c];
       sp--;
     }
   }
   free(stack);
   free(seen);
+  return cnt;
+}
+
+int ir_comp_post_order(const HloModule *m, HloComp ***out) {
+  int n = m->ncomps;
+  PtrMap index;
+  comp_index(m, &index);
+  CallGraph g = {xcalloc((size_t)n + 1, sizeof(int)), {0}};
+  for (int k = 0; k < n; k++) {
+    const HloComp *c = m->comps[k];
+    g.start[k] = g.edges.len;
+    for (int q = 0; q < c->ninstrs; q++)
+      if (!ir_removed(c->instrs[q]) && c->instrs[q]->ncalled > 0)
+        graph_add_calls(&g, &index, c->instrs[q]);
+  }
+  g.start[n] = g.edges.len;
+  HloComp **order = xmalloc(sizeof *order * (size_t)(n + 1));
+  int cnt = graph_post_order(m, &g, order);
+  free(g.start);
+  vec_free(&g.edges);
   pm_free(&index);
   *out = order;
   return cnt;
@@ -1200,33 +1275,84 @@ void ir_note_calls(IrEdit *e, const HloComp *c, int delta) {
 /*
  * End of an edit
  */
+
+/* Whether c's list holds no removed instruction and already has every
+ * operand and control predecessor (in c) before its user: then ir_end
+ * leaves it as it is, which a read of each instruction decides, cheaper
+ * than the DFS that would give back the same order.  Uses state (by id) as
+ * scratch and leaves it zero for c's instructions. */
+static bool in_order(const HloComp *c, uint8_t *state) {
+  bool ok = true;
+  int k = 0;
+  for (; k < c->ninstrs && ok; k++) {
+    const HloInstr *i = c->instrs[k];
+    ok = !ir_removed(i);
+    for (int j = 0; j < i->nops && ok; j++)
+      ok = i->ops[j]->parent != c || state[i->ops[j]->id];
+    for (int j = 0; j < i->ncontrol_preds && ok; j++)
+      ok = i->control_preds[j]->parent != c || state[i->control_preds[j]->id];
+    state[i->id] = 1;
+  }
+  for (int j = 0; j < k; j++)
+    state[c->instrs[j]->id] = 0;
+  return ok;
+}
+
+
 bool ir_end(IrEdit *e, bool changed) {
   HloModule *m = e->m;
   /* A pass that built or removed something and then reported no change
    * still leaves lists to clean up. */
   if (changed || e->touched) {
+    /* One walk over the instructions: each computation is put back in
+     * topological order where it is not, its call edges are collected and
+     * its instructions renumbered; then the computations are ordered from
+     * those edges. */
     uint8_t *state = xcalloc((size_t)m->next_id + 1, 1);
     HloInstr **order = NULL;
-    int cap = 0;
-    for (int ci = 0; ci < m->ncomps; ci++) {
+    int cap = 0, id = 0;
+    bool renumber = open_edits == 1;
+    int nc = m->ncomps;
+    PtrMap index;
+    comp_index(m, &index);
+    CallGraph g = {xcalloc((size_t)nc + 1, sizeof(int)), {0}};
+    for (int ci = 0; ci < nc; ci++) {
       HloComp *c = m->comps[ci];
       if (c->ninstrs + 1 > cap) {
         cap = c->ninstrs + 1;
         order = xreallocarray(order, (size_t)cap, sizeof *order);
       }
-      int n = post_order(c, state, order);
-      if (n)
-        memcpy(c->instrs, order, sizeof(HloInstr *) * (size_t)n);
-      c->ninstrs = n;
+      if (!in_order(c, state)) {
+        int n = post_order(c, state, order);
+        if (n)
+          memcpy(c->instrs, order, sizeof(HloInstr *) * (size_t)n);
+        c->ninstrs = n;
+      }
+      g.start[ci] = g.edges.len;
+      /* Renumbering after in_order and post_order is safe: they read state
+       * only at the old ids of c's own instructions. */
+      for (int k = 0; k < c->ninstrs; k++) {
+        HloInstr *i = c->instrs[k];
+        if (i->ncalled > 0)
+          graph_add_calls(&g, &index, i);
+        if (renumber)
+          i->id = id++;
+      }
     }
+    g.start[nc] = g.edges.len;
+    if (renumber)
+      m->next_id = id;
     free(order);
     free(state);
-    HloComp **corder;
-    int n = ir_comp_post_order(m, &corder);
+    HloComp **corder = xmalloc(sizeof *corder * (size_t)(nc + 1));
+    int n = graph_post_order(m, &g, corder);
     if (n)
       memcpy(m->comps, corder, sizeof(HloComp *) * (size_t)n);
     m->ncomps = n;
     free(corder);
+    free(g.start);
+    vec_free(&g.edges);
+    pm_free(&index);
   }
   for (int id = 0; id < e->cap; id++)
     if (e->users[id].heap)
@@ -1239,5 +1365,6 @@ bool ir_end(IrEdit *e, bool changed) {
   free(e->mark);
   free(e->ctrl);
   free(e);
+  open_edits--;
   return changed;
 }

@@ -30,7 +30,10 @@ typedef struct IrEdit IrEdit;
 
 IrEdit *ir_begin(HloModule *m);
 /* Drops removed instructions, restores topological order of instructions and
- * callees-first order of computations, frees e.  Returns `changed`. */
+ * callees-first order of computations, frees e.  Returns `changed`.  When
+ * anything changed it also renumbers the instructions' ids 0..n-1, each
+ * computation's in one contiguous range (m->next_id = n), unless another
+ * edit is open: ids are not stable across an edit. */
 bool ir_end(IrEdit *e, bool changed);
 HloModule *ir_module(const IrEdit *e);
 Arena *ir_arena(const IrEdit *e);
