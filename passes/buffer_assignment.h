@@ -33,7 +33,15 @@
  *   live across the instruction that calls them.
  *
  * The schedule of each computation is its instruction order (a topological
- * order; the IR keeps it so).
+ * order; the IR keeps it so).  A while schedules its condition then its
+ * body in place; a conditional its branches one after another; each
+ * computation is scheduled from one call site only (flatten-call-graph), and
+ * call / async ops are refused (inline them first).
+ *
+ * Allocation order: entry parameter leaves (by parameter, then leaf), then
+ * constants (schedule order), then entry result leaves, then the one
+ * preallocated temp allocation.  A parameter or constant allocation that is
+ * also a result gets ALLOC_MAYBE_LIVE_OUT.  Deterministic.
  */
 #ifndef XHLOC_BUFFER_ASSIGNMENT_H
 #define XHLOC_BUFFER_ASSIGNMENT_H
@@ -58,9 +66,17 @@ const BufAlloc *ba_alloc(const BufferAssignment *ba, int k);
 bool ba_slice(const BufferAssignment *ba, const HloInstr *i, int leaf,
               BufSlice *out);
 
+/* Checks the assignment's invariant: every value inside its allocation, and
+ * no two values that are live at the same time share a byte.  False with
+ * the pair in d (a bug in buffer_assign; tests run it). */
+bool ba_verify(const BufferAssignment *ba, Diag *d);
+
 /* XLA's buffer-assignment text (BufferAssignment::ToString): the
- * "allocation N: size S, ...:" blocks with their " value: <...>" lines,
- * then "BufferAssignment stats:" with human-readable sizes. */
+ * "allocation N: size S, ...:" blocks with their " value: <id name{index}>
+ * (size=..,offset=..): shape" lines, "Total bytes used: N (..)", then
+ * BufferAssignment::StatsString ("BufferAssignment stats:" with sizes as
+ * XLA's HumanReadableNumBytes writes them: "64B", "3.0KiB", "2.00MiB").
+ * XLA's "Used values:" list (positions and uses) is left out. */
 void ba_print(StrBuf *b, const BufferAssignment *ba);
 
 #endif

@@ -12,6 +12,9 @@
  *                          companions, cse and dce
  *     simplification-2     (fixed point) convert-mover, algsimp
  *                          then computation-deduplicator
+ *   layout assignment      layout-assignment
+ *   fusion                 priority-fusion, cse, dce
+ *   post-fusion optimization  fusion-wrapper, dce, copy-insertion
  *
  * Passes registered but not in this pipeline (map-inline,
  * optimization-barrier-expander, while-loop-invariant-code-motion,
@@ -61,6 +64,7 @@ PIPELINE(simplification2, "simplification-2", true, simplification2_steps);
 
 static const PipelineStep optimization_steps[] = {
     PASS("dot-decomposer"),
+    PASS("rng-expander"),
     PASS("comparison-expander"),
     PASS("call-inliner"),
     PASS("batchnorm_expander"),
@@ -72,14 +76,55 @@ static const PipelineStep optimization_steps[] = {
 };
 PIPELINE(optimization, "optimization", false, optimization_steps);
 
+/* The backend pipelines (gpu_compiler.cc: layout assignment, fusion,
+ * post-fusion optimization). */
+static const PipelineStep layout_steps[] = {
+    PASS("layout-assignment"),
+};
+PIPELINE(layout, "layout assignment", false, layout_steps);
+
+static const PipelineStep fusion_steps[] = {
+    PASS("priority-fusion"),
+    PASS("cse"),
+    PASS("dce"),
+};
+PIPELINE(fusion, "fusion", false, fusion_steps);
+
+static const PipelineStep post_fusion_steps[] = {
+    PASS("fusion-wrapper"),
+    PASS("dce"),
+    PASS("copy-insertion"),
+};
+PIPELINE(post_fusion, "post-fusion optimization", false, post_fusion_steps);
+
 static const Pipeline *const default_pipelines[] = {
     &pre_spmd,
     &optimization,
+    &layout,
+    &fusion,
+    &post_fusion,
 };
 
 int pipeline_default(const Pipeline *const **out) {
   *out = default_pipelines;
   return (int)ARRAY_LEN(default_pipelines);
+}
+
+/* What compilation needs even without the pipeline; each pass idempotent. */
+static const PipelineStep backend_required_steps[] = {
+    PASS("layout-assignment"),
+    PASS("fusion-wrapper"),
+    PASS("copy-insertion"),
+};
+PIPELINE(backend_required, "backend-required", false, backend_required_steps);
+
+static const Pipeline *const backend_required_pipelines[] = {
+    &backend_required,
+};
+
+int pipeline_backend_required(const Pipeline *const **out) {
+  *out = backend_required_pipelines;
+  return (int)ARRAY_LEN(backend_required_pipelines);
 }
 
 /* Appends to b the names of the pipelines under p that hold `pass`

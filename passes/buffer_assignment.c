@@ -1,0 +1,684 @@
+/*
+ * buffer_assignment.c - where every value of a module lives: dataflow over
+ * the sequential schedule, liveness, and the allocations (XLA's
+ * BufferAssignment, simplified as buffer_assignment.h describes).
+ *
+ * 1. Schedule and dataflow (one walk).  The entry is walked in instruction
+ *    order; a while walks its condition then its body in place, a
+ *    conditional walks its branches one after another, so every scheduled
+ *    instruction gets a time on one global timeline.  Each instruction gets
+ *    the value numbers of its leaves: forwarding instructions (tuple,
+ *    get-tuple-element, bitcast, opt-barrier, add-dependency, nested
+ *    parameters) take their operands'; every other instruction defines new
+ *    ones.  Called computations of other instructions (fusion, reduce's
+ *    to_apply, ...) are not scheduled: the instruction is one value.
+ * 2. Liveness.  A value is live from the time of its definition to its last
+ *    use; a use inside a nested computation extends it there; a while's
+ *    state and a conditional's result live through the whole instruction;
+ *    a computation's root leaves live to the computation's end; entry
+ *    results live to the end of the program.
+ * 3. Allocation.  Entry parameter leaves, constants and entry results get
+ *    their own allocations (in that order); every other value is a slice of
+ *    one preallocated temp allocation (the last one), placed first-fit in
+ *    order of decreasing size, 64-byte aligned, never overlapping a value
+ *    whose live range overlaps its own.  Live ranges are closed intervals,
+ *    so an instruction's result never shares bytes with an operand that dies
+ *    at that instruction.
+ *
+ * Value ids (in ba_print) are their creation order along the schedule.
+ */
+#include "buffer_assignment.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALIGN 64
+#define END_OF_PROGRAM INT_MAX
+
+enum { VK_TEMP, VK_PARAM, VK_CONST };
+
+typedef struct Value {
+  const HloInstr *def;
+  int leaf;                       /* leaf of def's result */
+  const Shape *shape;             /* the leaf's shape */
+  int64_t size;
+  int kind;                       /* VK_* */
+  bool output;                    /* an entry result leaf */
+  int start, end;                 /* live range, closed */
+  int alloc;
+  int64_t offset;
+} Value;
+
+typedef Vec(Value) ValueVec;
+typedef Vec(BufAlloc) AllocVec;
+
+struct BufferAssignment {
+  const HloModule *m;
+  Arena *ar;                      /* leaf tables, allocation strings */
+  ValueVec vals;
+  int nids;                       /* instruction ids are < nids */
+  int **leafvals;                 /* by instruction id: value per leaf, -1
+                                     for a token; NULL: not scheduled */
+  int *nleaves;
+  AllocVec allocs;
+  int64_t peak_temp;              /* most temp bytes live at once */
+  HashMap scheduled;              /* computation name -> itself */
+  Diag *d;
+  int now;                        /* the timeline */
+};
+
+/* ---- leaves ---------------------------------------------------------- */
+
+static int leaf_count(const Shape *s) {
+  if (s->et != ET_TUPLE)
+    return 1;
+  int n = 0;
+  for (int k = 0; k < s->ntuple; k++)
+    n += leaf_count(s->tuple[k]);
+  return n;
+}
+
+/* The shape of leaf `leaf` of s, and its ShapeIndex (path, *depth entries). */
+static const Shape *leaf_shape(const Shape *s, int leaf, int64_t *path,
+                               int *depth) {
+  *depth = 0;
+  while (s->et == ET_TUPLE) {
+    int k = 0;
+    for (; k < s->ntuple; k++) {
+      int n = leaf_count(s->tuple[k]);
+      if (leaf < n)
+        break;
+      leaf -= n;
+    }
+    if (k == s->ntuple)
+      return NULL;
+    if (path)
+      path[*depth] = k;
+    (*depth)++;
+    s = s->tuple[k];
+  }
+  return s;
+}
+
+static int shape_depth(const Shape *s) {
+  int d = 0;
+  for (int k = 0; k < s->ntuple; k++) {
+    int x = shape_depth(s->tuple[k]) + 1;
+    if (x > d)
+      d = x;
+  }
+  return d;
+}
+
+/* ---- dataflow and schedule -------------------------------------------- */
+
+static int *leaves_of(BufferAssignment *ba, const HloInstr *i) {
+  return i->id >= 0 && i->id < ba->nids ? ba->leafvals[i->id] : NULL;
+}
+
+static bool set_leaves(BufferAssignment *ba, const HloInstr *i, int n,
+                       int *vals) {
+  if (i->id < 0 || i->id >= ba->nids)
+    return diag_error(ba->d, i->loc, "buffer assignment: %s has id %d out "
+                      "of range", i->name, i->id);
+  ba->leafvals[i->id] = vals;
+  ba->nleaves[i->id] = n;
+  return true;
+}
+
+/* New values for every leaf of i's result. */
+static int *define(BufferAssignment *ba, const HloInstr *i, int kind) {
+  int n = leaf_count(i->shape);
+  int *v = ARENA_ARRAY(ba->ar, int, n);
+  for (int k = 0; k < n; k++) {
+    int depth;
+    const Shape *s = leaf_shape(i->shape, k, NULL, &depth);
+    if (s->et == ET_TOKEN) {
+      v[k] = -1;
+      continue;
+    }
+    if (!et_is_array(s->et)) {
+      diag_error(ba->d, i->loc, "buffer assignment: %s has a %s leaf, which "
+                 "has no buffer", i->name, et_name(s->et));
+      return NULL;
+    }
+    int64_t size = shape_byte_size(s);
+    if (size < 0) {
+      diag_error(ba->d, i->loc, "buffer assignment: %s is too large",
+                 i->name);
+      return NULL;
+    }
+    Value val = {.def = i, .leaf = k, .shape = s, .size = size, .kind = kind,
+                 .start = ba->now, .end = ba->now, .alloc = -1};
+    v[k] = ba->vals.len;
+    vec_push(&ba->vals, val);
+  }
+  return v;
+}
+
+static void use_value(BufferAssignment *ba, int v, int t) {
+  if (v >= 0 && ba->vals.data[v].end < t)
+    ba->vals.data[v].end = t;
+}
+
+static void use_all(BufferAssignment *ba, const HloInstr *i, int t) {
+  int *v = leaves_of(ba, i);
+  if (!v)
+    return;
+  for (int k = 0; k < ba->nleaves[i->id]; k++)
+    use_value(ba, v[k], t);
+}
+
+static bool walk_comp(BufferAssignment *ba, const HloComp *c,
+                      const HloInstr *caller, int *const *bind);
+
+/* The values a nested computation's parameters stand for. */
+static bool walk_nested(BufferAssignment *ba, const HloInstr *i,
+                        const HloComp *c, int *vals, int nvals) {
+  if (c->nparams != 1 || leaf_count(c->params[0]->shape) != nvals)
+    return diag_error(ba->d, i->loc, "buffer assignment: %s calls %s, which "
+                      "does not take one parameter of the passed shape",
+                      i->name, c->name);
+  int *bind[1] = {vals};
+  return walk_comp(ba, c, i, bind);
+}
+
+static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
+                       int *const *bind) {
+  int t = ++ba->now;
+  for (int k = 0; k < i->nops; k++)
+    if (!leaves_of(ba, i->ops[k]))
+      return diag_error(ba->d, i->loc, "buffer assignment: operand %s of %s "
+                        "is not scheduled before it", i->ops[k]->name,
+                        i->name);
+  int n = leaf_count(i->shape);
+  int *v = NULL;
+  switch (i->op) {
+  case HLO_PARAMETER:
+    if (bind) {
+      if (i->param_number < 0 || i->param_number >= i->parent->nparams)
+        return diag_error(ba->d, i->loc, "bad parameter number");
+      v = bind[i->param_number];
+    } else {
+      v = define(ba, i, VK_PARAM);
+    }
+    break;
+  case HLO_CONSTANT:
+    v = define(ba, i, VK_CONST);
+    break;
+  case HLO_TUPLE: {
+    v = ARENA_ARRAY(ba->ar, int, n);
+    int at = 0;
+    for (int k = 0; k < i->nops; k++) {
+      int m = ba->nleaves[i->ops[k]->id];
+      if (at + m > n)
+        return diag_error(ba->d, i->loc, "buffer assignment: tuple %s does "
+                          "not match its operands", i->name);
+      memcpy(v + at, leaves_of(ba, i->ops[k]), (size_t)m * sizeof(int));
+      at += m;
+    }
+    if (at != n)
+      return diag_error(ba->d, i->loc, "buffer assignment: tuple %s does "
+                        "not match its operands", i->name);
+    break;
+  }
+  case HLO_GET_TUPLE_ELEMENT: {
+    const Shape *ts = i->ops[0]->shape;
+    if (ts->et != ET_TUPLE || i->tuple_index < 0 ||
+        i->tuple_index >= ts->ntuple)
+      return diag_error(ba->d, i->loc, "buffer assignment: bad tuple index");
+    int at = 0;
+    for (int k = 0; k < i->tuple_index; k++)
+      at += leaf_count(ts->tuple[k]);
+    v = leaves_of(ba, i->ops[0]) + at;
+    break;
+  }
+  case HLO_BITCAST:
+  case HLO_OPTIMIZATION_BARRIER:
+  case HLO_ADD_DEPENDENCY:
+    if (ba->nleaves[i->ops[0]->id] == n)
+      v = leaves_of(ba, i->ops[0]);
+    else
+      v = define(ba, i, VK_TEMP);
+    break;
+  case HLO_WHILE: {
+    if (i->ncalled != 2 || i->nops != 1)
+      return diag_error(ba->d, i->loc, "buffer assignment: malformed while");
+    v = define(ba, i, VK_TEMP);
+    if (!v)
+      return false;
+    use_all(ba, i->ops[0], t);
+    if (!set_leaves(ba, i, n, v) || !walk_nested(ba, i, i->called[0], v, n) ||
+        !walk_nested(ba, i, i->called[1], v, n))
+      return false;
+    for (int k = 0; k < n; k++)
+      use_value(ba, v[k], ba->now);
+    return true;
+  }
+  case HLO_CONDITIONAL: {
+    if (i->ncalled < 1 || i->nops != i->ncalled + 1)
+      return diag_error(ba->d, i->loc, "buffer assignment: malformed "
+                        "conditional");
+    v = define(ba, i, VK_TEMP);
+    if (!v)
+      return false;
+    for (int k = 0; k < i->nops; k++)
+      use_all(ba, i->ops[k], t);
+    if (!set_leaves(ba, i, n, v))
+      return false;
+    for (int k = 0; k < i->ncalled; k++) {
+      const HloInstr *arg = i->ops[k + 1];
+      if (!walk_nested(ba, i, i->called[k], leaves_of(ba, arg),
+                       ba->nleaves[arg->id]))
+        return false;
+    }
+    for (int k = 0; k < n; k++)
+      use_value(ba, v[k], ba->now);
+    return true;
+  }
+  case HLO_CALL:
+  case HLO_ASYNC_START:
+  case HLO_ASYNC_UPDATE:
+  case HLO_ASYNC_DONE:
+    return diag_error(ba->d, i->loc, "buffer assignment does not support %s "
+                      "(%s); inline or unwrap it first", hlo_op_name(i->op),
+                      i->name);
+  default:
+    v = define(ba, i, VK_TEMP);
+    break;
+  }
+  if (!v)
+    return ba->d->has_error ? false
+                            : diag_error(ba->d, i->loc, "buffer assignment: "
+                                         "no values for %s", i->name);
+  for (int k = 0; k < i->nops; k++)
+    use_all(ba, i->ops[k], t);
+  return set_leaves(ba, i, n, v);
+}
+
+static bool walk_comp(BufferAssignment *ba, const HloComp *c,
+                      const HloInstr *caller, int *const *bind) {
+  if (hashmap_get(&ba->scheduled, c->name))
+    return diag_error(ba->d, caller ? caller->loc : c->loc,
+                      "buffer assignment: computation %s is called from more "
+                      "than one place (run flatten-call-graph)", c->name);
+  hashmap_put(&ba->scheduled, c->name, (void *)c);
+  for (int k = 0; k < c->ninstrs; k++)
+    if (c->instrs[k]->parent && !walk_instr(ba, c->instrs[k], bind))
+      return false;
+  if (!c->root)
+    return diag_error(ba->d, c->loc, "computation %s has no root", c->name);
+  use_all(ba, c->root, ba->now);
+  return true;
+}
+
+/* ---- allocation -------------------------------------------------------- */
+
+static int new_alloc(BufferAssignment *ba, int64_t size, unsigned flags) {
+  BufAlloc al = {.size = size, .flags = flags};
+  vec_push(&ba->allocs, al);
+  return ba->allocs.len - 1;
+}
+
+typedef struct TempOrder {
+  const Value *vals;
+  int idx;
+} TempOrder;
+
+/* Larger first, then earlier start, then creation order. */
+static int cmp_temp(const void *pa, const void *pb) {
+  const TempOrder *a = pa, *b = pb;
+  const Value *x = &a->vals[a->idx], *y = &b->vals[b->idx];
+  if (x->size != y->size)
+    return x->size > y->size ? -1 : 1;
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return a->idx - b->idx;
+}
+
+typedef struct Span {
+  int64_t lo, hi;
+} Span;
+
+static int cmp_span(const void *pa, const void *pb) {
+  const Span *a = pa, *b = pb;
+  return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : 0;
+}
+
+static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
+
+static bool overlap(const Value *a, const Value *b) {
+  return a->start <= b->end && b->start <= a->end;
+}
+
+typedef struct Event {
+  int t;
+  int64_t delta;
+} Event;
+
+static int cmp_event(const void *pa, const void *pb) {
+  const Event *a = pa, *b = pb;
+  if (a->t != b->t)
+    return a->t < b->t ? -1 : 1;
+  /* A free at t is of a value whose range ended at t - 1: frees first. */
+  return (b->delta < 0) - (a->delta < 0);
+}
+
+static void place_temps(BufferAssignment *ba) {
+  Value *vals = ba->vals.data;
+  int n = 0;
+  for (int k = 0; k < ba->vals.len; k++)
+    n += vals[k].kind == VK_TEMP && !vals[k].output;
+  if (n == 0)
+    return;
+  TempOrder *order = xcalloc((size_t)n, sizeof *order);
+  int at = 0;
+  for (int k = 0; k < ba->vals.len; k++)
+    if (vals[k].kind == VK_TEMP && !vals[k].output)
+      order[at++] = (TempOrder){vals, k};
+  qsort(order, (size_t)n, sizeof *order, cmp_temp);
+  int alloc = new_alloc(ba, 0, ALLOC_TEMP);
+  int64_t size = 0;
+  Span *spans = xcalloc((size_t)n, sizeof *spans);
+  for (int k = 0; k < n; k++) {
+    Value *v = &vals[order[k].idx];
+    v->alloc = alloc;
+    v->offset = 0;
+    if (v->size == 0)
+      continue;
+    int ns = 0;
+    for (int j = 0; j < k; j++) {
+      const Value *w = &vals[order[j].idx];
+      if (w->size > 0 && overlap(v, w))
+        spans[ns++] = (Span){w->offset, w->offset + w->size};
+    }
+    qsort(spans, (size_t)ns, sizeof *spans, cmp_span);
+    int64_t off = 0;
+    for (int j = 0; j < ns; j++) {
+      if (off + v->size <= spans[j].lo)
+        break;
+      if (spans[j].hi > off)
+        off = align_up(spans[j].hi);
+    }
+    v->offset = off;
+    if (off + v->size > size)
+      size = off + v->size;
+  }
+  ba->allocs.data[alloc].size = size;
+  /* The peak of live temp bytes (for the fragmentation statistic). */
+  Event *ev = xcalloc((size_t)n * 2, sizeof *ev);
+  for (int k = 0; k < n; k++) {
+    const Value *v = &vals[order[k].idx];
+    ev[2 * k] = (Event){v->start, v->size};
+    ev[2 * k + 1] = (Event){v->end == INT_MAX ? INT_MAX : v->end + 1,
+                            -v->size};
+  }
+  qsort(ev, (size_t)n * 2, sizeof *ev, cmp_event);
+  int64_t live = 0;
+  for (int k = 0; k < 2 * n; k++) {
+    live += ev[k].delta;
+    if (live > ba->peak_temp)
+      ba->peak_temp = live;
+  }
+  free(ev);
+  free(spans);
+  free(order);
+}
+
+static char *shape_text(Arena *ar, const Shape *s) {
+  char *t = shape_to_string(s, true);
+  char *r = arena_strdup(ar, t);
+  free(t);
+  return r;
+}
+
+static void assign(BufferAssignment *ba) {
+  const HloComp *entry = ba->m->entry;
+  Value *vals = ba->vals.data;
+  /* Entry parameters, leaf by leaf. */
+  for (int p = 0; p < entry->nparams; p++) {
+    const HloInstr *pi = entry->params[p];
+    int *v = leaves_of(ba, pi);
+    if (!v)
+      continue;
+    char *pshape = shape_text(ba->ar, pi->shape);
+    for (int k = 0; k < ba->nleaves[pi->id]; k++) {
+      if (v[k] < 0 || vals[v[k]].alloc >= 0)
+        continue;
+      int a = new_alloc(ba, vals[v[k]].size, ALLOC_PARAMETER);
+      BufAlloc *al = &ba->allocs.data[a];
+      al->param_number = pi->param_number;
+      int depth = shape_depth(pi->shape);
+      al->param_index = ARENA_ARRAY(ba->ar, int64_t, depth ? depth : 1);
+      leaf_shape(pi->shape, k, al->param_index, &al->nparam_index);
+      al->param_shape = pshape;
+      vals[v[k]].alloc = a;
+    }
+  }
+  /* Constants, in schedule order. */
+  for (int k = 0; k < ba->vals.len; k++)
+    if (vals[k].kind == VK_CONST) {
+      vals[k].alloc = new_alloc(ba, vals[k].size, ALLOC_CONSTANT);
+    }
+  /* Entry results. */
+  int *rv = leaves_of(ba, entry->root);
+  char *rshape = shape_text(ba->ar, entry->root->shape);
+  for (int k = 0; rv && k < ba->nleaves[entry->root->id]; k++) {
+    if (rv[k] < 0)
+      continue;
+    Value *v = &vals[rv[k]];
+    v->end = END_OF_PROGRAM;
+    if (v->kind != VK_TEMP) {
+      ba->allocs.data[v->alloc].flags |= ALLOC_MAYBE_LIVE_OUT;
+      continue;
+    }
+    if (v->output)
+      continue;
+    v->output = true;
+    v->alloc = new_alloc(ba, v->size, ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
+    ba->allocs.data[v->alloc].output_shape = rshape;
+  }
+  place_temps(ba);
+}
+
+BufferAssignment *buffer_assign(const HloModule *m, Diag *d) {
+  if (!m->entry)
+    return diag_error(d, m->loc, "module has no entry computation"), NULL;
+  BufferAssignment *ba = xcalloc(1, sizeof *ba);
+  ba->m = m;
+  ba->d = d;
+  ba->ar = arena_new();
+  int maxid = m->next_id;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++)
+      if (m->comps[c]->instrs[k]->id >= maxid)
+        maxid = m->comps[c]->instrs[k]->id + 1;
+  ba->nids = maxid;
+  ba->leafvals = ARENA_ARRAY(ba->ar, int *, maxid ? maxid : 1);
+  ba->nleaves = ARENA_ARRAY(ba->ar, int, maxid ? maxid : 1);
+  if (!walk_comp(ba, m->entry, NULL, NULL)) {
+    buffer_assignment_free(ba);
+    return NULL;
+  }
+  assign(ba);
+  return ba;
+}
+
+void buffer_assignment_free(BufferAssignment *ba) {
+  if (!ba)
+    return;
+  vec_free(&ba->vals);
+  vec_free(&ba->allocs);
+  hashmap_free(&ba->scheduled);
+  arena_free(ba->ar);
+  free(ba);
+}
+
+int ba_num_allocs(const BufferAssignment *ba) { return ba->allocs.len; }
+
+const BufAlloc *ba_alloc(const BufferAssignment *ba, int k) {
+  return k >= 0 && k < ba->allocs.len ? &ba->allocs.data[k] : NULL;
+}
+
+bool ba_slice(const BufferAssignment *ba, const HloInstr *i, int leaf,
+              BufSlice *out) {
+  if (i->id < 0 || i->id >= ba->nids || !ba->leafvals[i->id] || leaf < 0 ||
+      leaf >= ba->nleaves[i->id])
+    return false;
+  int v = ba->leafvals[i->id][leaf];
+  if (v < 0)
+    return false;
+  const Value *val = &ba->vals.data[v];
+  *out = (BufSlice){val->alloc, val->offset, val->size};
+  return true;
+}
+
+bool ba_verify(const BufferAssignment *ba, Diag *d) {
+  const Value *vals = ba->vals.data;
+  for (int a = 0; a < ba->vals.len; a++) {
+    const Value *x = &vals[a];
+    if (x->alloc < 0 || x->alloc >= ba->allocs.len)
+      return diag_error(d, x->def->loc, "value %d (%s) has no allocation", a,
+                        x->def->name);
+    if (x->offset < 0 || x->offset + x->size > ba->allocs.data[x->alloc].size)
+      return diag_error(d, x->def->loc, "value %d (%s) is outside its "
+                        "allocation", a, x->def->name);
+    for (int b = a + 1; b < ba->vals.len; b++) {
+      const Value *y = &vals[b];
+      if (y->alloc != x->alloc || x->size == 0 || y->size == 0 ||
+          !overlap(x, y))
+        continue;
+      if (x->offset < y->offset + y->size && y->offset < x->offset + x->size)
+        return diag_error(d, x->def->loc, "values %d (%s) and %d (%s) are "
+                          "live at once and share bytes", a, x->def->name, b,
+                          y->def->name);
+    }
+  }
+  return true;
+}
+
+/* ---- text ------------------------------------------------------------- */
+
+/* XLA's HumanReadableNumBytes. */
+static void put_bytes(StrBuf *b, int64_t n) {
+  char buf[32];
+  if (n < 1024) {
+    snprintf(buf, sizeof buf, "%lldB", (long long)n);
+  } else {
+    static const char units[] = "KMGTPE";
+    const char *u = units;
+    while (n >= 1024 * 1024) {
+      n /= 1024;
+      u++;
+    }
+    snprintf(buf, sizeof buf, *u == 'K' ? "%.1f%ciB" : "%.2f%ciB",
+             (double)n / 1024.0, *u);
+  }
+  sb_printf(b, "%10s", buf);
+}
+
+static void put_index(StrBuf *b, const int64_t *path, int n) {
+  sb_putc(b, '{');
+  for (int k = 0; k < n; k++)
+    sb_printf(b, "%s%lld", k ? "," : "", (long long)path[k]);
+  sb_putc(b, '}');
+}
+
+static void put_value(StrBuf *b, const Value *v, int id) {
+  sb_printf(b, " value: <%d %s", id, v->def->name);
+  if (v->def->shape->et == ET_TUPLE) {
+    int64_t path[64];
+    int depth = 0;
+    if (shape_depth(v->def->shape) <= 64)
+      leaf_shape(v->def->shape, v->leaf, path, &depth);
+    put_index(b, path, depth);
+  }
+  sb_printf(b, "> (size=%lld,offset=%lld): ", (long long)v->size,
+            (long long)v->offset);
+  shape_print(b, v->shape, true);
+  sb_putc(b, '\n');
+}
+
+static void put_stat(StrBuf *b, const char *label, int64_t n) {
+  sb_printf(b, "%33s: ", label);
+  put_bytes(b, n);
+  sb_putc(b, '\n');
+}
+
+static void put_frag(StrBuf *b, const char *label, int64_t frag,
+                     int64_t total) {
+  sb_printf(b, "%33s: ", label);
+  put_bytes(b, frag);
+  /* XLA divides by zero here (nan); an empty allocation is 0% fragmented. */
+  sb_printf(b, " (%.2f%%)\n", total > 0 ? 100.0 * (double)frag / (double)total
+                                        : 0.0);
+}
+
+void ba_print(StrBuf *b, const BufferAssignment *ba) {
+  const HloInstr *root = ba->m->entry->root;
+  int64_t param = 0, cnst = 0, live_out = 0, temp = 0, total = 0;
+  sb_puts(b, "BufferAssignment:\n");
+  for (int a = 0; a < ba->allocs.len; a++) {
+    const BufAlloc *al = &ba->allocs.data[a];
+    sb_printf(b, "allocation %d: size %lld", a, (long long)al->size);
+    if (al->flags & ALLOC_PARAMETER) {
+      const HloInstr *p = ba->m->entry->params[al->param_number];
+      sb_printf(b, ", parameter %lld, shape |", (long long)al->param_number);
+      shape_print(b, p->shape, false);
+      sb_puts(b, "| at ShapeIndex ");
+      put_index(b, al->param_index, al->nparam_index);
+      param += al->size;
+    }
+    /* XLA names the output shape where the root itself (ShapeIndex {}) is
+     * in the allocation: a non-tuple root. */
+    if (root->shape->et != ET_TUPLE) {
+      BufSlice s;
+      if (ba_slice(ba, root, 0, &s) && s.alloc == a) {
+        sb_puts(b, ", output shape is |");
+        shape_print(b, root->shape, false);
+        sb_putc(b, '|');
+      }
+    }
+    if (al->flags & ALLOC_CONSTANT) {
+      sb_puts(b, ", constant");
+      cnst += al->size;
+    }
+    if (al->flags & ALLOC_THREAD_LOCAL)
+      sb_puts(b, ", thread-local");
+    if (al->flags & ALLOC_MAYBE_LIVE_OUT) {
+      sb_puts(b, ", maybe-live-out");
+      live_out += al->size;
+    }
+    if (al->flags & ALLOC_TEMP) {
+      sb_puts(b, ", preallocated-temp");
+      temp += al->size;
+    }
+    sb_puts(b, ":\n");
+    total += al->size;
+    for (int k = 0; k < ba->vals.len; k++)
+      if (ba->vals.data[k].alloc == a)
+        put_value(b, &ba->vals.data[k], k);
+  }
+  sb_printf(b, "\nTotal bytes used: %lld (", (long long)total);
+  {
+    StrBuf h;
+    sb_init(&h);
+    put_bytes(&h, total);
+    const char *s = h.s;
+    while (*s == ' ')
+      s++;
+    sb_puts(b, s);
+    sb_free(&h);
+  }
+  sb_puts(b, ")\n\nBufferAssignment stats:\n");
+  put_stat(b, "parameter allocation", param);
+  put_stat(b, "constant allocation", cnst);
+  put_stat(b, "maybe_live_out allocation", live_out);
+  put_stat(b, "preallocated temp allocation", temp);
+  put_frag(b, "preallocated temp fragmentation", temp - ba->peak_temp, temp);
+  put_stat(b, "total allocation", total);
+  /* Every allocation but the temp one holds exactly its values, so the
+   * module's fragmentation is the temp allocation's. */
+  put_frag(b, "total fragmentation", temp - ba->peak_temp, total);
+}

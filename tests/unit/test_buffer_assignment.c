@@ -1,0 +1,523 @@
+/*
+ * test_buffer_assignment.c - buffer assignment (passes/buffer_assignment.c)
+ * on small post-fusion modules written by hand: space reuse, no overlap of
+ * values live at once, aliasing through tuples and bitcasts, the while and
+ * conditional rules, outputs, errors, XLA's text; then the invariant checker
+ * over a sample of the HLO corpus.  Also the copy-insertion pass run from C.
+ */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../../passes/buffer_assignment.h"
+#include "../../passes/passes.h"
+
+static PtrVec sources;
+
+static void free_sources(void) {
+  for (int k = 0; k < sources.len; k++)
+    srcfile_free(sources.data[k]);
+  vec_free(&sources);
+}
+
+TestSuite(ba, .fini = free_sources);
+TestSuite(copy_insertion, .fini = free_sources);
+
+static HloModule *parse(const char *text) {
+  Diag d = {0};
+  SrcFile *src = srcfile_from_string("test.hlo", text, strlen(text));
+  vec_push(&sources, src);
+  HloModule **mods = NULL;
+  ParseOptions po = {.strip_glog_prefixes = true};
+  int n = hlo_parse(src, &po, &mods, &d);
+  if (n != 1) {
+    diag_print(&d, stderr);
+    cr_assert_fail("parse failed");
+  }
+  cr_assert(hlo_verify(mods[0], &d), "%s", d.msg ? d.msg : "");
+  HloModule *m = mods[0];
+  free(mods);
+  return m;
+}
+
+static BufferAssignment *assign_ok(const HloModule *m) {
+  Diag d = {0};
+  BufferAssignment *ba = buffer_assign(m, &d);
+  cr_assert_not_null(ba, "%s", d.msg ? d.msg : "");
+  cr_assert(ba_verify(ba, &d), "%s", d.msg ? d.msg : "");
+  return ba;
+}
+
+static const HloInstr *find(const HloModule *m, const char *name) {
+  for (int c = 0; c < m->ncomps; c++) {
+    HloInstr *i = hlo_comp_find_instr(m->comps[c], name);
+    if (i)
+      return i;
+  }
+  cr_assert_fail("no instruction %s", name);
+  return NULL;
+}
+
+static BufSlice slice_of(const BufferAssignment *ba, const HloModule *m,
+                         const char *name, int leaf) {
+  BufSlice s;
+  cr_assert(ba_slice(ba, find(m, name), leaf, &s), "no slice for %s{%d}",
+            name, leaf);
+  return s;
+}
+
+static bool same(BufSlice a, BufSlice b) {
+  return a.alloc == b.alloc && a.offset == b.offset && a.size == b.size;
+}
+
+static bool disjoint(BufSlice a, BufSlice b) {
+  return a.alloc != b.alloc || a.offset + a.size <= b.offset ||
+         b.offset + b.size <= a.offset;
+}
+
+/* A chain of four fusions: the third reuses the first's space. */
+static const char chain[] =
+    "HloModule chain\n"
+    "fused_neg {\n"
+    "  x = f32[16] parameter(0)\n"
+    "  ROOT n = f32[16] negate(x)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  p0 = f32[16] parameter(0)\n"
+    "  f1 = f32[16] fusion(p0), kind=kLoop, calls=fused_neg\n"
+    "  f2 = f32[16] fusion(f1), kind=kLoop, calls=fused_neg\n"
+    "  f3 = f32[16] fusion(f2), kind=kLoop, calls=fused_neg\n"
+    "  ROOT f4 = f32[16] fusion(f3), kind=kLoop, calls=fused_neg\n"
+    "}\n";
+
+Test(ba, chain_reuses_space_and_prints_like_xla) {
+  HloModule *m = parse(chain);
+  BufferAssignment *ba = assign_ok(m);
+  cr_assert_eq(ba_num_allocs(ba), 3);
+  cr_assert_eq(ba_alloc(ba, 0)->flags, ALLOC_PARAMETER);
+  cr_assert_eq(ba_alloc(ba, 1)->flags, ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
+  cr_assert_eq(ba_alloc(ba, 2)->flags, ALLOC_TEMP);
+  cr_assert_eq(ba_alloc(ba, 2)->size, 128);
+  BufSlice s1 = slice_of(ba, m, "f1", 0), s2 = slice_of(ba, m, "f2", 0),
+           s3 = slice_of(ba, m, "f3", 0);
+  cr_assert(disjoint(s1, s2) && disjoint(s2, s3));
+  cr_assert(same(s1, s3));
+  /* Fusion computations are not assigned. */
+  BufSlice s;
+  cr_assert_not(ba_slice(ba, find(m, "n"), 0, &s));
+  StrBuf b;
+  sb_init(&b);
+  ba_print(&b, ba);
+  const char *want =
+      "BufferAssignment:\n"
+      "allocation 0: size 64, parameter 0, shape |f32[16]| at ShapeIndex {}:\n"
+      " value: <0 p0> (size=64,offset=0): f32[16]{0}\n"
+      "allocation 1: size 64, output shape is |f32[16]|, maybe-live-out:\n"
+      " value: <4 f4> (size=64,offset=0): f32[16]{0}\n"
+      "allocation 2: size 128, preallocated-temp:\n"
+      " value: <1 f1> (size=64,offset=0): f32[16]{0}\n"
+      " value: <2 f2> (size=64,offset=64): f32[16]{0}\n"
+      " value: <3 f3> (size=64,offset=0): f32[16]{0}\n"
+      "\n"
+      "Total bytes used: 256 (256B)\n"
+      "\n"
+      "BufferAssignment stats:\n"
+      "             parameter allocation:        64B\n"
+      "              constant allocation:         0B\n"
+      "        maybe_live_out allocation:        64B\n"
+      "     preallocated temp allocation:       128B\n"
+      "  preallocated temp fragmentation:         0B (0.00%)\n"
+      "                 total allocation:       256B\n"
+      "              total fragmentation:         0B (0.00%)\n";
+  cr_assert_str_eq(b.s, want);
+  sb_free(&b);
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+/* One big value live across many small ones; sizes in KiB in the stats. */
+Test(ba, values_live_at_once_never_overlap) {
+  HloModule *m = parse(
+      "HloModule fan\n"
+      "fused_add {\n"
+      "  x = f32[256] parameter(0)\n"
+      "  y = f32[256] parameter(1)\n"
+      "  ROOT sum = f32[256] add(x, y)\n"
+      "}\n"
+      "fused_neg {\n"
+      "  x = f32[256] parameter(0)\n"
+      "  ROOT neg = f32[256] negate(x)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  p0 = f32[256] parameter(0)\n"
+      "  a = f32[256] fusion(p0), kind=kLoop, calls=fused_neg\n"
+      "  b = f32[256] fusion(a), kind=kLoop, calls=fused_neg\n"
+      "  c = f32[256] fusion(b), kind=kLoop, calls=fused_neg\n"
+      "  d = f32[256] fusion(c, a), kind=kLoop, calls=fused_add\n"
+      "  e = f32[256] fusion(d), kind=kLoop, calls=fused_neg\n"
+      "  ROOT f = f32[256] fusion(e, d), kind=kLoop, calls=fused_add\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  /* a lives to d; b and c are inside that range. */
+  BufSlice a = slice_of(ba, m, "a", 0), b = slice_of(ba, m, "b", 0),
+           c = slice_of(ba, m, "c", 0), d = slice_of(ba, m, "d", 0),
+           e = slice_of(ba, m, "e", 0);
+  cr_assert(disjoint(a, b) && disjoint(a, c) && disjoint(b, c));
+  cr_assert(disjoint(a, d) && disjoint(c, d) && disjoint(d, e));
+  /* Peak: three 1 KiB values (a, b, c or a, c, d), so 3 KiB of temp. */
+  const BufAlloc *temp = ba_alloc(ba, ba_num_allocs(ba) - 1);
+  cr_assert_eq(temp->flags, ALLOC_TEMP);
+  cr_assert_eq(temp->size, 3072);
+  StrBuf s;
+  sb_init(&s);
+  ba_print(&s, ba);
+  cr_assert(strstr(s.s, "     preallocated temp allocation:     3.0KiB\n"),
+            "%s", s.s);
+  sb_free(&s);
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+Test(ba, tuples_bitcasts_and_outputs_alias) {
+  HloModule *m = parse(
+      "HloModule alias\n"
+      "fused_two {\n"
+      "  x = f32[16] parameter(0)\n"
+      "  n = f32[16] negate(x)\n"
+      "  s = f32[8] slice(x), slice={[0:8]}\n"
+      "  ROOT t = (f32[16], f32[8]) tuple(n, s)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  p0 = f32[16] parameter(0)\n"
+      "  p1 = (f32[2], s32[]) parameter(1)\n"
+      "  f = (f32[16], f32[8]) fusion(p0), kind=kLoop, calls=fused_two\n"
+      "  g0 = f32[16] get-tuple-element(f), index=0\n"
+      "  g1 = f32[8] get-tuple-element(f), index=1\n"
+      "  bc = f32[4,4] bitcast(g0)\n"
+      "  q = s32[] get-tuple-element(p1), index=1\n"
+      "  ROOT r = (f32[4,4], f32[8], f32[16], s32[]) tuple(bc, g1, p0, q)\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  cr_assert(same(slice_of(ba, m, "g0", 0), slice_of(ba, m, "f", 0)));
+  cr_assert(same(slice_of(ba, m, "g1", 0), slice_of(ba, m, "f", 1)));
+  cr_assert(same(slice_of(ba, m, "bc", 0), slice_of(ba, m, "g0", 0)));
+  cr_assert(same(slice_of(ba, m, "r", 2), slice_of(ba, m, "p0", 0)));
+  cr_assert(same(slice_of(ba, m, "q", 0), slice_of(ba, m, "p1", 1)));
+  /* Parameters: p0, p1{0}, p1{1}; results bc and g1 in output buffers;
+   * p0 and p1{1} pass through and stay where they are. */
+  BufSlice p11 = slice_of(ba, m, "p1", 1);
+  const BufAlloc *al = ba_alloc(ba, p11.alloc);
+  cr_assert_eq(al->flags, ALLOC_PARAMETER | ALLOC_MAYBE_LIVE_OUT);
+  cr_assert_eq(al->param_number, 1);
+  cr_assert_eq(al->nparam_index, 1);
+  cr_assert_eq(al->param_index[0], 1);
+  cr_assert_eq(ba_alloc(ba, slice_of(ba, m, "p1", 0).alloc)->flags,
+               ALLOC_PARAMETER);
+  BufSlice o0 = slice_of(ba, m, "r", 0), o1 = slice_of(ba, m, "r", 1);
+  cr_assert_eq(ba_alloc(ba, o0.alloc)->flags,
+               ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
+  cr_assert_neq(o0.alloc, o1.alloc);
+  cr_assert_str_eq(ba_alloc(ba, o1.alloc)->output_shape,
+                   "(f32[4,4]{1,0}, f32[8]{0}, f32[16]{0}, s32[])");
+  cr_assert_eq(ba_num_allocs(ba), 5); /* 3 parameters, 2 outputs, no temp */
+  StrBuf s;
+  sb_init(&s);
+  ba_print(&s, ba);
+  cr_assert(strstr(s.s, "allocation 2: size 4, parameter 1, shape "
+                        "|(f32[2], s32[])| at ShapeIndex {1}, "
+                        "maybe-live-out:\n value: <2 p1{1}> "
+                        "(size=4,offset=0): s32[]\n"), "%s", s.s);
+  cr_assert(strstr(s.s, " value: <3 f{0}> (size=64,offset=0): f32[16]{0}\n"),
+            "%s", s.s);
+  sb_free(&s);
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+static const char loop[] =
+    "HloModule loop\n"
+    "cond {\n"
+    "  p = (s32[], f32[16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  c = s32[] constant(10)\n"
+    "  ROOT lt = pred[] compare(i, c), direction=LT\n"
+    "}\n"
+    "body {\n"
+    "  p = (s32[], f32[16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  one = s32[] constant(1)\n"
+    "  i2 = s32[] add(i, one)\n"
+    "  x = f32[16] get-tuple-element(p), index=1\n"
+    "  y = f32[16] negate(x)\n"
+    "  ROOT t = (s32[], f32[16]) tuple(i2, y)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  p0 = f32[16] parameter(0)\n"
+    "  z = s32[] constant(0)\n"
+    "  e = f32[16] exponential(p0)\n"
+    "  init = (s32[], f32[16]) tuple(z, e)\n"
+    "  w = (s32[], f32[16]) while(init), condition=cond, body=body\n"
+    "  r1 = f32[16] get-tuple-element(w), index=1\n"
+    "  ROOT out = f32[16] add(r1, e)\n"
+    "}\n";
+
+Test(ba, while_state_and_nested_parameters) {
+  HloModule *m = parse(loop);
+  BufferAssignment *ba = assign_ok(m);
+  HloComp *body = hlo_module_find_comp(m, "body");
+  HloComp *cond = hlo_module_find_comp(m, "cond");
+  BufSlice w0 = slice_of(ba, m, "w", 0), w1 = slice_of(ba, m, "w", 1);
+  BufSlice s;
+  /* The parameters of condition and body are the loop state. */
+  cr_assert(ba_slice(ba, body->params[0], 0, &s) && same(s, w0));
+  cr_assert(ba_slice(ba, body->params[0], 1, &s) && same(s, w1));
+  cr_assert(ba_slice(ba, cond->params[0], 1, &s) && same(s, w1));
+  /* Values computed in the body never share the state's bytes, nor e's,
+   * which is live across the loop. */
+  BufSlice i2 = slice_of(ba, m, "i2", 0), y = slice_of(ba, m, "y", 0);
+  BufSlice e = slice_of(ba, m, "e", 0);
+  cr_assert(disjoint(i2, w0) && disjoint(i2, w1) && disjoint(y, w0) &&
+            disjoint(y, w1) && disjoint(y, i2));
+  cr_assert(disjoint(e, w1) && disjoint(e, y) && disjoint(e, i2));
+  cr_assert(ba_slice(ba, cond->root, 0, &s) && disjoint(s, w0) &&
+            disjoint(s, w1) && s.size == 1);
+  /* Constants of nested computations have their own allocations. */
+  cr_assert_eq(ba_alloc(ba, slice_of(ba, m, "one", 0).alloc)->flags,
+               ALLOC_CONSTANT);
+  cr_assert_eq(ba_alloc(ba, slice_of(ba, m, "out", 0).alloc)->flags,
+               ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+Test(ba, conditional_branch_parameters_alias_operands) {
+  HloModule *m = parse(
+      "HloModule cnd\n"
+      "on_true {\n"
+      "  a = f32[8] parameter(0)\n"
+      "  ROOT n = f32[8] negate(a)\n"
+      "}\n"
+      "on_false {\n"
+      "  b = (f32[8], f32[8]) parameter(0)\n"
+      "  b0 = f32[8] get-tuple-element(b), index=0\n"
+      "  b1 = f32[8] get-tuple-element(b), index=1\n"
+      "  ROOT s = f32[8] add(b0, b1)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  pr = pred[] parameter(0)\n"
+      "  x = f32[8] parameter(1)\n"
+      "  y = f32[8] exponential(x)\n"
+      "  t = (f32[8], f32[8]) tuple(x, y)\n"
+      "  c = f32[8] conditional(pr, y, t), true_computation=on_true, "
+      "false_computation=on_false\n"
+      "  ROOT r = f32[8] negate(c)\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  cr_assert(same(slice_of(ba, m, "a", 0), slice_of(ba, m, "y", 0)));
+  cr_assert(same(slice_of(ba, m, "b0", 0), slice_of(ba, m, "x", 0)));
+  cr_assert(same(slice_of(ba, m, "b1", 0), slice_of(ba, m, "y", 0)));
+  BufSlice c = slice_of(ba, m, "c", 0);
+  cr_assert(disjoint(c, slice_of(ba, m, "y", 0)));
+  cr_assert(disjoint(c, slice_of(ba, m, "n", 0)));
+  cr_assert(disjoint(c, slice_of(ba, m, "s", 0)));
+  cr_assert(disjoint(slice_of(ba, m, "s", 0), slice_of(ba, m, "y", 0)));
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+Test(ba, errors_name_the_instruction) {
+  HloModule *m = parse(
+      "HloModule calls\n"
+      "f {\n"
+      "  a = f32[8] parameter(0)\n"
+      "  ROOT n = f32[8] negate(a)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  x = f32[8] parameter(0)\n"
+      "  ROOT c = f32[8] call(x), to_apply=f\n"
+      "}\n");
+  Diag d = {0};
+  cr_assert_null(buffer_assign(m, &d));
+  cr_assert(strstr(d.msg, "call") && strstr(d.msg, "(c)"), "%s", d.msg);
+  cr_assert_eq(d.loc.line, 8);
+  diag_clear(&d);
+  hlo_module_free(m);
+  /* One body for two loops. */
+  m = parse(
+      "HloModule twice\n"
+      "cond {\n"
+      "  p = s32[] parameter(0)\n"
+      "  c = s32[] constant(3)\n"
+      "  ROOT lt = pred[] compare(p, c), direction=LT\n"
+      "}\n"
+      "body {\n"
+      "  p = s32[] parameter(0)\n"
+      "  one = s32[] constant(1)\n"
+      "  ROOT a = s32[] add(p, one)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  x = s32[] parameter(0)\n"
+      "  w1 = s32[] while(x), condition=cond, body=body\n"
+      "  ROOT w2 = s32[] while(w1), condition=cond, body=body\n"
+      "}\n");
+  cr_assert_null(buffer_assign(m, &d));
+  cr_assert(strstr(d.msg, "more than one place"), "%s", d.msg);
+  diag_clear(&d);
+  hlo_module_free(m);
+}
+
+Test(ba, deterministic) {
+  HloModule *m = parse(loop);
+  StrBuf a, b;
+  sb_init(&a);
+  sb_init(&b);
+  BufferAssignment *x = assign_ok(m), *y = assign_ok(m);
+  ba_print(&a, x);
+  ba_print(&b, y);
+  cr_assert_str_eq(a.s, b.s);
+  sb_free(&a);
+  sb_free(&b);
+  buffer_assignment_free(x);
+  buffer_assignment_free(y);
+  hlo_module_free(m);
+}
+
+/* Every small corpus module: assignment succeeds (or refuses with an error
+ * naming an instruction) and never breaks its invariant. */
+Test(ba, corpus_invariant) {
+  const char *dir = getenv("XHLOC_CORPUS");
+  if (!dir)
+    dir = "../shared/hlo-corpus";
+  DIR *dp = opendir(dir);
+  if (!dp)
+    cr_skip_test("no corpus at %s", dir);
+  int tried = 0, assigned = 0;
+  struct dirent *de;
+  while ((de = readdir(dp))) {
+    size_t n = strlen(de->d_name);
+    if (n < 4 || strcmp(de->d_name + n - 4, ".hlo") != 0)
+      continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    struct stat st;
+    if (stat(path, &st) != 0 || st.st_size > 200000)
+      continue;
+    Diag d = {0};
+    SrcFile *src = srcfile_read(path, &d);
+    if (!src)
+      continue;
+    HloModule **mods = NULL;
+    ParseOptions po = {.strip_glog_prefixes = true};
+    int nm = hlo_parse(src, &po, &mods, &d);
+    for (int k = 0; k < nm; k++) {
+      Diag vd = {0};
+      if (hlo_verify(mods[k], &vd)) {
+        tried++;
+        BufferAssignment *ba = buffer_assign(mods[k], &vd);
+        if (ba) {
+          assigned++;
+          cr_assert(ba_verify(ba, &vd), "%s: %s", path, vd.msg);
+          StrBuf t;
+          sb_init(&t);
+          ba_print(&t, ba);
+          sb_free(&t);
+          buffer_assignment_free(ba);
+        } else {
+          cr_assert(vd.has_error, "%s: refused without a message", path);
+          /* BA_SHOW=1 lists the refusals (call and async ops today). */
+          if (getenv("BA_SHOW"))
+            fprintf(stderr, "%s: %s\n", de->d_name, vd.msg);
+        }
+      }
+      diag_clear(&vd);
+      hlo_module_free(mods[k]);
+    }
+    free(mods);
+    diag_clear(&d);
+    srcfile_free(src);
+  }
+  closedir(dp);
+  cr_log_info("buffer assignment: %d of %d corpus modules", assigned, tried);
+  cr_assert_gt(assigned, tried / 2, "assigned %d of %d", assigned, tried);
+}
+
+/* ---- copy-insertion ----------------------------------------------------- */
+
+static bool run_copy_insertion(HloModule *m) {
+  Diag d = {0};
+  PassContext ctx = {&d};
+  const Pass *p = pass_find("copy-insertion");
+  cr_assert_not_null(p);
+  bool changed = false;
+  cr_assert(pass_run(p, m, &ctx, &changed), "%s", d.msg ? d.msg : "");
+  cr_assert(hlo_verify(m, &d), "%s", d.msg ? d.msg : "");
+  return changed;
+}
+
+Test(copy_insertion, swap_constant_and_repeat_in_while_body) {
+  HloModule *m = parse(
+      "HloModule swap\n"
+      "cond {\n"
+      "  p = (f32[4], f32[4], f32[4], f32[4], f32[4]) parameter(0)\n"
+      "  ROOT t = pred[] constant(false)\n"
+      "}\n"
+      "body {\n"
+      "  p = (f32[4], f32[4], f32[4], f32[4], f32[4]) parameter(0)\n"
+      "  a = f32[4] get-tuple-element(p), index=0\n"
+      "  b = f32[4] get-tuple-element(p), index=1\n"
+      "  k = f32[4] constant({1, 2, 3, 4})\n"
+      "  n = f32[4] negate(a)\n"
+      "  ROOT t = (f32[4], f32[4], f32[4], f32[4], f32[4]) tuple(a, a, k, n, n)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  x = (f32[4], f32[4], f32[4], f32[4], f32[4]) parameter(0)\n"
+      "  ROOT w = (f32[4], f32[4], f32[4], f32[4], f32[4]) while(x), "
+      "condition=cond, body=body\n"
+      "}\n");
+  cr_assert(run_copy_insertion(m));
+  HloComp *body = hlo_module_find_comp(m, "body");
+  HloInstr *r = body->root;
+  cr_assert_eq(r->op, HLO_TUPLE);
+  /* Leaf 0 passes through; leaf 1 (param leaf 0 at index 1), leaf 2 (a
+   * constant) and leaf 4 (n again) are copied; leaf 3 is n itself. */
+  cr_assert_eq(r->ops[0]->op, HLO_GET_TUPLE_ELEMENT);
+  cr_assert_eq(r->ops[1]->op, HLO_COPY);
+  cr_assert_eq(r->ops[2]->op, HLO_COPY);
+  cr_assert_eq(r->ops[3]->op, HLO_NEGATE);
+  cr_assert_eq(r->ops[4]->op, HLO_COPY);
+  cr_assert_eq(r->ops[4]->ops[0], r->ops[3]);
+  /* Idempotent. */
+  cr_assert_not(run_copy_insertion(m));
+  hlo_module_free(m);
+}
+
+Test(copy_insertion, entry_root_repeats_and_aliased_parameters) {
+  HloModule *m = parse(
+      "HloModule entry, input_output_alias={ {1}: (0, {}, may-alias) }\n"
+      "ENTRY main {\n"
+      "  p0 = f32[4] parameter(0)\n"
+      "  p1 = f32[4] parameter(1)\n"
+      "  p2 = f32[4] parameter(2)\n"
+      "  n = f32[4] negate(p0)\n"
+      "  ROOT t = (f32[4], f32[4], f32[4], f32[4], f32[4]) "
+      "tuple(n, p1, n, p0, p2)\n"
+      "}\n");
+  cr_assert(run_copy_insertion(m));
+  HloInstr *r = m->entry->root;
+  cr_assert_eq(r->ops[0]->op, HLO_NEGATE);
+  cr_assert_eq(r->ops[1]->op, HLO_COPY); /* p1 where p0's buffer goes */
+  cr_assert_eq(r->ops[2]->op, HLO_COPY); /* n again */
+  cr_assert_eq(r->ops[3]->op, HLO_COPY); /* p0, donated to result {1} */
+  cr_assert_eq(r->ops[4]->op, HLO_PARAMETER); /* unaliased: stays */
+  cr_assert_not(run_copy_insertion(m));
+  hlo_module_free(m);
+}
+
+Test(copy_insertion, nothing_to_do) {
+  HloModule *m = parse(loop);
+  cr_assert_not(run_copy_insertion(m));
+  hlo_module_free(m);
+}
