@@ -48,6 +48,14 @@ LLVM_LIBS   = $(shell $(LLVM_CONFIG) --link-shared --ldflags --libs)
 XHLOC_LDLIBS = $(if $(EMIT_SRCS),$(LLVM_LIBS)) $(LDLIBS) -ldl
 $(BUILD)/obj/emitters/%.o: EXTRA_CFLAGS = $(LLVM_CFLAGS)
 
+# CUDA: the runtime's CUDA platform includes the toolkit's cuda.h when there
+# is one (types only: libcuda itself is opened with dlopen at run time), else
+# lib/runtime/cuda_min.h.  Building needs neither the toolkit nor a driver.
+CUDA_HOME ?= /usr/local/cuda
+ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
+$(BUILD)/obj/lib/runtime/platform_cuda.o: EXTRA_CFLAGS = -I$(CUDA_HOME)/include -DXHLO_HAVE_CUDA_H
+endif
+
 # Tests.  Each tests/unit/test_X.c is its own Criterion binary build/tests/
 # test_X; each tests/X.c is a test program build/tests/X; each bench/X.c is
 # build/bench/X.  All link xhloc's library set (everything but cmd/).
@@ -66,7 +74,8 @@ $(BUILD)/obj/tests/unit/%.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS)
 # instrumented for coverage.
 FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/bin/%)
-FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(wildcard lib/support/*.c lib/hlo/*.c))
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(wildcard lib/support/*.c lib/hlo/*.c) \
+                   lib/runtime/artifact.c lib/runtime/thunk_file.c)
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 60

@@ -1,30 +1,45 @@
 /*
- * main.c - xhlo-run: runs an HLO module and prints, writes or checks its
- * results.
+ * main.c - xhlo-run: runs an HLO module on the reference interpreter, or a
+ * compiled artifact (PREFIX.thunks from xhloc -o PREFIX) on the host or an
+ * NVIDIA GPU, and prints, writes, checks, compares or times its results.
  *
- *   xhlo-run [--platform=interpreter] MODULE.hlo --input=SPEC... |
- *            --random-inputs [--seed=N] [--output=SPEC...]
- *            [--expected-output=SPEC... --atol=A --rtol=R]
+ *   xhlo-run MODULE.hlo  [--platform=interpreter] INPUTS [OUTPUTS]
+ *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
+ *            [OUTPUTS] [--compare] [--iterations=N] [--profile] [--describe]
  *
- * Option parsing and exit codes only; the interpreter and the literal I/O
- * live in lib/eval.  Exit 0 on success, 1 on an input, evaluation or
- * comparison failure, 2 on a usage error.
+ * Option parsing and the choice of runner only: interp.c, thunks.c and
+ * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
+ * on an input, artifact, platform, run or comparison failure, 2 on a usage
+ * error.
  */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
-#include "../../lib/eval/eval.h"
+#include "../../lib/runtime/thunks.h"
+#include "xhlo_run.h"
 
 static const char usage_text[] =
   "usage: xhlo-run [options] MODULE.hlo\n"
+  "       xhlo-run [options] PREFIX.thunks\n"
   "\n"
-  "Runs the entry computation of an HLO text module and prints its results.\n"
+  "Runs the entry computation of an HLO text module on the reference\n"
+  "interpreter, or a compiled artifact (PREFIX.thunks and the kernel file\n"
+  "beside it, written by xhloc -o PREFIX) on the host CPU or an NVIDIA GPU,\n"
+  "and prints its results.\n"
   "\n"
-  "  --platform=NAME        where to run (case-insensitive): interpreter (the\n"
-  "                         reference interpreter; the default for .hlo input)\n"
+  "  --platform=NAME        where to run (case-insensitive):\n"
+  "                           interpreter  the reference interpreter; the\n"
+  "                                        default for .hlo and .txt input;\n"
+  "                                        on a .thunks file it runs the\n"
+  "                                        original HLO embedded in it\n"
+  "                           host         the host CPU (PREFIX.host.so)\n"
+  "                           cuda         the first visible NVIDIA GPU, through\n"
+  "                                        the CUDA driver (PREFIX.ptx, JIT-\n"
+  "                                        compiled by the driver)\n"
+  "                         default for a .thunks file: its target's (sm_* ->\n"
+  "                         cuda, host -> host)\n"
   "  --input=SPEC           one per entry parameter leaf, in order (tuple\n"
   "                         parameters flattened):\n"
   "                           2x3xf32=1 2 3 4 5 6   shape, type and values\n"
@@ -33,9 +48,11 @@ static const char usage_text[] =
   "                           1 2 3                 shape and type from the parameter\n"
   "                           @file.npy             a NumPy array\n"
   "                           2x2xbf16=@file.bin    raw little-endian element bytes\n"
-  "                         omitted trailing values are zero\n"
+  "                         omitted trailing values are zero; values are in\n"
+  "                         row-major order whatever the parameter's layout\n"
   "  --random-inputs        deterministic random inputs instead (floats in\n"
-  "                         [-1,1), integers small, indices in range)\n"
+  "                         [-1,1), integers small, indices in range; for a\n"
+  "                         .thunks file the ranges come from its original HLO)\n"
   "  --seed=N               seed for --random-inputs and the rng op (default 42)\n"
   "  --output=SPEC          one per result leaf, in order: - prints XLA literal\n"
   "                         text, @file.npy or @file.bin writes a file, an\n"
@@ -44,18 +61,38 @@ static const char usage_text[] =
   "                         mismatch exits 1 naming the first differing element\n"
   "  --atol=A, --rtol=R     an element fails when |a-e| > A + R*|e| (NaN equals\n"
   "                         NaN; integers compare exactly); default 1e-5 each\n"
+  "                         for --expected-output, 1e-3 each for --compare\n"
+  "  --compare              (.thunks) also run the original HLO on the\n"
+  "                         interpreter with the same inputs and compare every\n"
+  "                         result leaf: prints each one's largest absolute and\n"
+  "                         relative error; a mismatch exits 1 naming the first\n"
+  "                         differing element\n"
+  "  --iterations=N         (.thunks) run N times with the same inputs and print\n"
+  "                         the min, median and max wall time of a whole run\n"
+  "                         (inputs in, thunks, results out); results are the\n"
+  "                         last run's\n"
+  "  --profile              (.thunks) also time every thunk (nested ones too;\n"
+  "                         CUDA events on a GPU) and print each one's min,\n"
+  "                         median and max; thunks then run one at a time\n"
+  "  --describe             (.thunks) print the artifact: target, kernel file,\n"
+  "                         allocations, parameters, outputs and thunks; no run\n"
   "  --mem-budget=BYTES     refuse inputs and runs that need more memory than\n"
   "                         this (default: half the machine's memory)\n"
-  "  --time-budget=SECONDS  refuse to run longer than this (default none)\n"
-  "  --quiet                do not print results (with --expected-output)\n"
+  "  --time-budget=SECONDS  refuse to interpret longer than this (default none)\n"
+  "  --quiet                do not print results\n"
   "  --help                 this text\n"
   "  --version              the version\n"
   "\n"
-  "Exit status: 0 ok, 1 input, run or comparison error, 2 usage error.\n";
+  "A .thunks file, its kernel file and their checksums are checked before\n"
+  "anything runs; a truncated, corrupted or mismatched one is refused.\n"
+  "\n"
+  "Exit status: 0 ok; 1 unreadable or bad module or artifact, no such device,\n"
+  "wrong inputs, run failure or mismatch; 2 usage error.\n";
 
 enum {
   OPT_PLATFORM = 256, OPT_INPUT, OPT_RANDOM, OPT_SEED, OPT_OUTPUT, OPT_EXPECTED,
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
+  OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE,
 };
 
 static const struct option long_opts[] = {
@@ -71,6 +108,10 @@ static const struct option long_opts[] = {
   {"mem-budget", required_argument, 0, OPT_MEM},
   {"time-budget", required_argument, 0, OPT_TIME},
   {"quiet", no_argument, 0, OPT_QUIET},
+  {"compare", no_argument, 0, OPT_COMPARE},
+  {"iterations", required_argument, 0, OPT_ITERATIONS},
+  {"profile", no_argument, 0, OPT_PROFILE},
+  {"describe", no_argument, 0, OPT_DESCRIBE},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
   {0, 0, 0, 0},
@@ -90,197 +131,67 @@ static double parse_double(const char *s, const char *opt) {
   return v;
 }
 
-/* Half the physical memory: the default memory budget. */
-static int64_t default_budget(void) {
-  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || size <= 0) return (int64_t)4 << 30;
-  return (int64_t)pages * size / 2;
+static bool has_suffix(const char *s, const char *suf) {
+  size_t n = strlen(s), m = strlen(suf);
+  return n >= m && strcmp(s + n - m, suf) == 0;
 }
 
-typedef struct RunOpts {
-  StrVec *inputs, *outputs, *expected;
-  bool random_inputs, quiet;
-  uint64_t seed;
-  double atol, rtol, time_budget;
-  int64_t mem_budget;
-} RunOpts;
-
-/* Parses, verifies and runs the module at path; returns the exit status.
- * Everything it allocates is freed on every path. */
-static int run(const RunOpts *o, const char *path) {
-  int status = 1;
-  Diag d = {0};
-  HloModule **mods = NULL;
-  int nm = 0;
-  PtrVec leaves = {0};
-  Arena *arena = arena_new();
-  Literal **leaf_vals = NULL, **args = NULL, **res = NULL;
-  SrcFile *src = srcfile_read(path, &d);
-  if (!src) goto diag_out;
-  ParseOptions popts = {.strip_glog_prefixes = true};
-  nm = hlo_parse(src, &popts, &mods, &d);
-  if (nm < 0) {
-    nm = 0;
-    goto diag_out;
-  }
-  HloModule *m = mods[0];
-  if (!hlo_verify(m, &d)) goto diag_out;
-  const HloComp *entry = m->entry;
-  if (!entry) {
-    fprintf(stderr, "xhlo-run: %s: the module has no entry computation\n", path);
-    goto out;
-  }
-
-  /* entry parameter leaves, flattened */
-  for (int k = 0; k < entry->nparams; k++) io_shape_leaves(entry->params[k]->shape, &leaves);
-  int64_t budget = o->mem_budget > 0 ? o->mem_budget : default_budget();
-  int64_t need = 0;
-  for (int k = 0; k < leaves.len; k++) {
-    const Shape *s = leaves.data[k];
-    int64_t b = shape_is_array(s) ? shape_byte_size(s) : 0;
-    need = b < 0 || need > INT64_MAX - b ? INT64_MAX : need + b;
-  }
-  if (need > budget) {
-    fprintf(stderr, "xhlo-run: %s: the inputs need %lld bytes, more than the memory "
-            "budget of %lld bytes (--mem-budget)\n", path, (long long)need, (long long)budget);
-    goto out;
-  }
-  leaf_vals = xcalloc((size_t)leaves.len + 1, sizeof *leaf_vals);
-  if (o->random_inputs) {
-    int64_t *bounds;
-    int nb = io_index_bounds(m, &bounds);
-    for (int k = 0; k < leaves.len; k++) {
-      const Shape *s = leaves.data[k];
-      if (s->et == ET_TOKEN) continue;
-      leaf_vals[k] = io_random_literal(arena, s, o->seed * 1000003u + (uint64_t)k,
-                                       k < nb ? bounds[k] : -1);
-    }
-    free(bounds);
-  } else {
-    int want = 0;
-    for (int k = 0; k < leaves.len; k++) want += ((const Shape *)leaves.data[k])->et != ET_TOKEN;
-    if (o->inputs->len != want) {
-      fprintf(stderr, "xhlo-run: %s takes %d input%s, %d given (use --input once per "
-              "parameter leaf, or --random-inputs)\n",
-              path, want, want == 1 ? "" : "s", o->inputs->len);
-      goto out;
-    }
-    int next = 0;
-    for (int k = 0; k < leaves.len; k++) {
-      const Shape *s = leaves.data[k];
-      if (s->et == ET_TOKEN) continue;
-      char what[48];
-      snprintf(what, sizeof what, "input %d", next);
-      Literal *l = io_parse_input(arena, o->inputs->data[next], s, &d);
-      if (!l || !io_check_shape(l, s, what, &d)) {
-        fprintf(stderr, "xhlo-run: --input=%s: ", o->inputs->data[next]);
-        goto diag_out;
-      }
-      leaf_vals[k] = l;
-      next++;
-    }
-  }
-  /* rebuild tuple parameters from the leaves */
-  args = xcalloc((size_t)entry->nparams + 1, sizeof *args);
-  int at = 0;
-  for (int k = 0; k < entry->nparams; k++)
-    args[k] = io_literal_from_leaves(arena, entry->params[k]->shape, leaf_vals, &at);
-
-  EvalOptions eo;
-  eval_options_default(&eo);
-  eo.rng_seed = o->seed;
-  eo.mem_budget = budget;
-  eo.time_budget = o->time_budget;
-  Literal *result = NULL;
-  EvalStatus st;
-  if (!eval_module(m, entry->nparams, args, arena, &eo, &result, &d, &st)) goto diag_out;
-
-  int nres = io_literal_leaves(result, &res);
-  if (o->outputs->len && o->outputs->len != nres) {
-    fprintf(stderr, "xhlo-run: the module has %d result%s, %d --output given\n", nres,
-            nres == 1 ? "" : "s", o->outputs->len);
-    goto out;
-  }
-  if (o->expected->len && o->expected->len != nres) {
-    fprintf(stderr, "xhlo-run: the module has %d result%s, %d --expected-output given\n",
-            nres, nres == 1 ? "" : "s", o->expected->len);
-    goto out;
-  }
-  for (int k = 0; k < nres; k++) {
-    const char *spec = o->outputs->len ? o->outputs->data[k] : (o->quiet ? "" : "-");
-    if (!io_write_output(spec, res[k], stdout, &d)) {
-      fprintf(stderr, "xhlo-run: --output=%s: ", spec);
-      goto diag_out;
-    }
-  }
-  status = 0;
-  for (int k = 0; k < o->expected->len; k++) {
-    Literal *e = io_parse_input(arena, o->expected->data[k], res[k]->shape, &d);
-    if (!e) {
-      fprintf(stderr, "xhlo-run: --expected-output=%s: ", o->expected->data[k]);
-      status = 1;
-      goto diag_out;
-    }
-    StrBuf why;
-    sb_init(&why);
-    if (!io_compare(res[k], e, o->atol, o->rtol, &why)) {
-      fprintf(stderr, "xhlo-run: result %d does not match the expected output: %s\n", k,
-              why.s);
-      status = 1;
-    }
-    sb_free(&why);
-  }
-  goto out;
-diag_out:
-  status = 1;
-  diag_print(&d, stderr);
-out:
-  fflush(stdout);
-  free(res);
-  free(args);
-  free(leaf_vals);
-  vec_free(&leaves);
-  arena_free(arena);
-  for (int k = 0; k < nm; k++) hlo_module_free(mods[k]);
-  free(mods);
-  if (src) srcfile_free(src);
-  diag_clear(&d);
-  return status;
+/* A compiled artifact: named *.thunks, or starting with the magic. */
+static bool is_artifact(const char *path) {
+  if (has_suffix(path, ".thunks")) return true;
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char buf[sizeof THUNK_FILE_MAGIC] = {0};
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  return n == sizeof buf - 1 && memcmp(buf, THUNK_FILE_MAGIC, n) == 0;
 }
 
 int main(int argc, char **argv) {
   const char *platform = NULL;
   StrVec inputs = {0}, outputs = {0}, expected = {0};
-  bool random_inputs = false, quiet = false;
-  uint64_t seed = 42;
-  double atol = 1e-5, rtol = 1e-5, time_budget = 0;
-  int64_t mem_budget = 0;
+  RunOpts ro = {
+    .inputs = &inputs, .outputs = &outputs, .expected = &expected,
+    .seed = 42, .atol = 1e-5, .rtol = 1e-5, .cmp_atol = 1e-3, .cmp_rtol = 1e-3,
+  };
+  bool atol_given = false, rtol_given = false;
   int c;
   opterr = 0;
   while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
     switch (c) {
     case OPT_PLATFORM: platform = optarg; break;
     case OPT_INPUT: vec_push(&inputs, optarg); break;
-    case OPT_RANDOM: random_inputs = true; break;
+    case OPT_RANDOM: ro.random_inputs = true; break;
     case OPT_SEED: {
       char *e;
-      seed = strtoull(optarg, &e, 0);
+      ro.seed = strtoull(optarg, &e, 0);
       if (e == optarg || *e) usage_error("bad value for --seed: %s", optarg);
       break;
     }
     case OPT_OUTPUT: vec_push(&outputs, optarg); break;
     case OPT_EXPECTED: vec_push(&expected, optarg); break;
-    case OPT_ATOL: atol = parse_double(optarg, "atol"); break;
-    case OPT_RTOL: rtol = parse_double(optarg, "rtol"); break;
+    case OPT_ATOL: ro.atol = parse_double(optarg, "atol"); atol_given = true; break;
+    case OPT_RTOL: ro.rtol = parse_double(optarg, "rtol"); rtol_given = true; break;
     case OPT_MEM: {
       char *e;
       long long v = strtoll(optarg, &e, 0);
       if (e == optarg || *e || v < 0) usage_error("bad value for --mem-budget: %s", optarg);
-      mem_budget = v;
+      ro.mem_budget = v;
       break;
     }
-    case OPT_TIME: time_budget = parse_double(optarg, "time-budget"); break;
-    case OPT_QUIET: quiet = true; break;
+    case OPT_TIME: ro.time_budget = parse_double(optarg, "time-budget"); break;
+    case OPT_QUIET: ro.quiet = true; break;
+    case OPT_COMPARE: ro.compare = true; break;
+    case OPT_ITERATIONS: {
+      char *e;
+      long v = strtol(optarg, &e, 10);
+      if (e == optarg || *e || v < 1 || v > 1000000)
+        usage_error("bad value for --iterations: %s (1 to 1000000)", optarg);
+      ro.iterations = (int)v;
+      break;
+    }
+    case OPT_PROFILE: ro.profile = true; break;
+    case OPT_DESCRIBE: ro.describe = true; break;
     case OPT_HELP: fputs(usage_text, stdout); return 0;
     case OPT_VERSION: printf("xhlo-run %s\n", XHLOC_VERSION); return 0;
     default:
@@ -288,25 +199,54 @@ int main(int argc, char **argv) {
       usage_error("unknown option '%s'", argv[optind - 1]);
     }
   }
+  if (atol_given) ro.cmp_atol = ro.atol;
+  if (rtol_given) ro.cmp_rtol = ro.rtol;
   if (optind != argc - 1) usage_error("%s", optind >= argc ? "no module given" : "give exactly one module");
   const char *path = argv[optind];
-  size_t pl = strlen(path);
-  bool is_hlo = pl >= 4 && (strcmp(path + pl - 4, ".hlo") == 0 || strcmp(path + pl - 4, ".txt") == 0);
-  if (!platform) {
-    if (!is_hlo) usage_error("'%s': give --platform (the interpreter runs .hlo and .txt HLO text)", path);
-    platform = "interpreter";
+  if (platform) {
+    static const char *const known[] = {"interpreter", "host", "cuda"};
+    const char *p = NULL;
+    for (size_t k = 0; k < ARRAY_LEN(known); k++)
+      if (strcasecmp(platform, known[k]) == 0) p = known[k];
+    if (!p) usage_error("unknown --platform '%s' (this build runs: interpreter, host, cuda)", platform);
+    platform = p;
   }
-  if (strcasecmp(platform, "interpreter") != 0)
-    usage_error("unknown --platform '%s' (this build runs: interpreter)", platform);
-  if (random_inputs && inputs.len)
+  if (ro.random_inputs && inputs.len)
     usage_error("%s", "--input and --random-inputs exclude each other");
+  bool is_hlo = has_suffix(path, ".hlo") || has_suffix(path, ".txt");
+  bool artifact = !is_hlo && is_artifact(path);
+  if (!artifact) {
+    if (!is_hlo && !platform)
+      usage_error("'%s': give --platform (the interpreter runs .hlo and .txt HLO text; "
+                  "compiled artifacts are .thunks files)", path);
+    if (platform && strcmp(platform, "interpreter") != 0)
+      usage_error("--platform=%s runs compiled artifacts (PREFIX.thunks): compile the module "
+                  "with xhloc -o PREFIX first", platform);
+    const char *only = ro.compare ? "--compare" : ro.iterations ? "--iterations"
+                       : ro.profile ? "--profile" : ro.describe ? "--describe" : NULL;
+    if (only) usage_error("%s works on compiled artifacts (PREFIX.thunks)", only);
+  } else if (platform && strcmp(platform, "interpreter") == 0) {
+    const char *only = ro.compare ? "--compare" : ro.iterations ? "--iterations"
+                       : ro.profile ? "--profile" : NULL;
+    if (only) usage_error("%s needs --platform=host or cuda", only);
+  }
+  ro.platform = platform;
 
-  RunOpts ro = {
-    .inputs = &inputs, .outputs = &outputs, .expected = &expected,
-    .random_inputs = random_inputs, .quiet = quiet, .seed = seed,
-    .atol = atol, .rtol = rtol, .mem_budget = mem_budget, .time_budget = time_budget,
-  };
-  int status = run(&ro, path);
+  int status;
+  if (artifact) {
+    status = run_thunks(&ro, path);
+  } else {
+    Diag d = {0};
+    SrcFile *src = srcfile_read(path, &d);
+    if (src) {
+      status = run_interpreter(&ro, src);
+      srcfile_free(src);
+    } else {
+      diag_print(&d, stderr);
+      diag_clear(&d);
+      status = 1;
+    }
+  }
   vec_free(&inputs);
   vec_free(&outputs);
   vec_free(&expected);

@@ -158,7 +158,8 @@ void artifact_describe(StrBuf *b, const Artifact *a);
 /*
  * thunk_file.c: the file
  */
-/* The whole file's bytes. */
+/* The whole file's bytes, appended to out (format: thunk_file.c's top
+ * comment).  a must be valid (artifact_validate). */
 void artifact_serialize(const Artifact *a, StrBuf *out);
 /* Parses and validates a file's bytes (name is for messages).  NULL with a
  * clear message in d for anything malformed, truncated or inconsistent. */
@@ -166,8 +167,9 @@ Artifact *artifact_parse(const char *data, size_t len, const char *name,
                          Diag *d);
 Artifact *artifact_read(const char *path, Diag *d);
 /* Reads the kernel file the artifact names, from the directory of
- * thunks_path, and checks its checksum.  Returns its bytes (heap, *len set)
- * or NULL with a message (missing file, checksum mismatch). */
+ * thunks_path, and checks its checksum.  Returns its bytes (heap, *len set;
+ * a NUL follows them, not counted, so PTX text can be used as a string) or
+ * NULL with a message (missing file, checksum mismatch). */
 uint8_t *artifact_read_kernel_file(const Artifact *a, const char *thunks_path,
                                    size_t *len, Diag *d);
 

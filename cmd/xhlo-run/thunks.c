@@ -1,0 +1,384 @@
+/*
+ * thunks.c - xhlo-run on a compiled artifact (PREFIX.thunks): reads and
+ * checks it and its kernel file, picks the platform (the artifact's target
+ * unless --platform says otherwise), gathers the inputs (--random-inputs
+ * keeps index operands in range using the embedded original HLO), runs it
+ * --iterations times, writes and checks the results, compares them with the
+ * interpreter running the original HLO (--compare), and prints the timings
+ * (--iterations, --profile).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../lib/runtime/platform.h"
+#include "xhlo_run.h"
+
+/* "xhlo-run: [ctx: ]message", then the diagnostic is cleared. */
+static void report(const char *ctx, Diag *d) {
+  fprintf(stderr, "xhlo-run: %s%s%s\n", ctx ? ctx : "", ctx ? ": " : "",
+          d->msg ? d->msg : "unknown error");
+  diag_clear(d);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* min, median, max of n samples (sorted in place). */
+static void stats(double *v, int n, double out[3]) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  out[0] = v[0];
+  out[1] = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  out[2] = v[n - 1];
+}
+
+static const char *kind_text(ThunkKind k) {
+  switch (k) {
+  case THUNK_KERNEL: return "kernel";
+  case THUNK_COPY: return "copy";
+  case THUNK_MEMSET32: return "memset32";
+  case THUNK_WHILE: return "while";
+  case THUNK_CONDITIONAL: return "conditional";
+  }
+  return "?";
+}
+
+static void print_timings(double *run_ms, int n, const Executor *e, bool profile) {
+  double s[3];
+  stats(run_ms, n, s);
+  printf("%d run%s: min %.3f ms, median %.3f ms, max %.3f ms\n", n, n == 1 ? "" : "s", s[0],
+         s[1], s[2]);
+  if (!profile) return;
+  const ThunkProfile *p;
+  int np = executor_profile(e, &p);
+  printf("per thunk (ms over %d run%s; nested thunks indented, a loop's summed over its "
+         "trips):\n", n, n == 1 ? "" : "s");
+  printf("  %-11s %-40s %10s %10s %10s\n", "kind", "annotation", "min", "median", "max");
+  for (int k = 0; k < np; k++) {
+    double *v = xmalloc(sizeof *v * (size_t)(p[k].nsamples + 1));
+    memcpy(v, p[k].ms, sizeof *v * (size_t)p[k].nsamples);
+    double t[3] = {0, 0, 0};
+    if (p[k].nsamples) stats(v, p[k].nsamples, t);
+    free(v);
+    const Thunk *th = p[k].thunk;
+    const char *ann = th->annotation ? th->annotation : "";
+    int ind = 2 * p[k].depth;
+    printf("  %*s%-*s %-40s %10.4f %10.4f %10.4f\n", ind, "", 11 - ind < 1 ? 1 : 11 - ind,
+           kind_text(th->kind), ann, t[0], t[1], t[2]);
+  }
+}
+
+/* Largest absolute and relative differences of two leaves of one shape;
+ * relative ones only where the expected value is not zero.  A NaN or
+ * infinity on one side only makes both infinite. */
+static void max_errors(const Literal *x, const Literal *y, double *abs_err, double *rel_err) {
+  *abs_err = *rel_err = 0;
+  const Shape *s = x->shape;
+  if (!shape_is_array(s) || !x->data || !y->data) return;
+  int64_t n = shape_elements(s);
+  bool cplx = et_is_complex(s->et), uns = et_is_unsigned_int(s->et);
+  for (int64_t i = 0; i < n; i++) {
+    double a, e, diff;
+    if (cplx) {
+      double ar, ai, er, ei;
+      literal_get_complex(x, i, &ar, &ai);
+      literal_get_complex(y, i, &er, &ei);
+      diff = hypot(ar - er, ai - ei);
+      a = hypot(ar, ai);
+      e = hypot(er, ei);
+      if (isnan(ar) && isnan(er) && isnan(ai) == isnan(ei)) continue;
+    } else {
+      a = uns ? (double)literal_get_u64(x, i) : literal_get_f64(x, i);
+      e = uns ? (double)literal_get_u64(y, i) : literal_get_f64(y, i);
+      if ((isnan(a) && isnan(e)) || (isinf(a) && a == e)) continue;
+      diff = fabs(a - e);
+    }
+    if (isnan(diff) || isinf(diff)) diff = INFINITY;
+    if (diff > *abs_err) *abs_err = diff;
+    if (e != 0 && diff / fabs(e) > *rel_err) *rel_err = diff / fabs(e);
+    else if (e == 0 && isinf(diff)) *rel_err = INFINITY;
+  }
+}
+
+/* Half the physical memory: the default limit on the host's buffers and
+ * on the interpreter's live values. */
+static int64_t host_budget(const RunOpts *o) {
+  if (o->mem_budget > 0) return o->mem_budget;
+  long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || size <= 0) return (int64_t)4 << 30;
+  return (int64_t)pages * size / 2;
+}
+
+/* Runs the original HLO on the interpreter with the same leaves and compares
+ * every result leaf; returns the exit status. */
+static int compare(const RunOpts *o, const HloModule *m, Literal **leaf_vals, Literal **res,
+                   int nres, Arena *arena) {
+  const HloComp *entry = m->entry;
+  Literal **args = xcalloc((size_t)entry->nparams + 1, sizeof *args);
+  int at = 0;
+  for (int k = 0; k < entry->nparams; k++)
+    args[k] = io_literal_from_leaves(arena, entry->params[k]->shape, leaf_vals, &at);
+  EvalOptions eo;
+  eval_options_default(&eo);
+  eo.rng_seed = o->seed;
+  eo.mem_budget = host_budget(o);
+  eo.time_budget = o->time_budget;
+  Literal *ref = NULL, **refs = NULL;
+  EvalStatus st;
+  Diag d = {0};
+  bool ok = eval_module(m, entry->nparams, args, arena, &eo, &ref, &d, &st);
+  free(args);
+  if (!ok) {
+    report("--compare: the interpreter failed on the original HLO", &d);
+    return 1;
+  }
+  int nref = io_literal_leaves(ref, &refs);
+  int status = 0;
+  if (nref != nres) {
+    fprintf(stderr, "xhlo-run: --compare: the original HLO has %d result leaves, the "
+            "artifact %d\n", nref, nres);
+    free(refs);
+    return 1;
+  }
+  printf("compare with the interpreter (atol %g, rtol %g):\n", o->cmp_atol, o->cmp_rtol);
+  int bad = 0;
+  for (int k = 0; k < nres; k++) {
+    if (!res[k] || res[k]->shape->et == ET_TOKEN) continue;
+    char *sh = shape_to_string(res[k]->shape, false);
+    StrBuf why;
+    sb_init(&why);
+    bool same = io_compare(res[k], refs[k], o->cmp_atol, o->cmp_rtol, &why);
+    double ae = 0, re = 0;
+    if (shape_compatible(res[k]->shape, refs[k]->shape)) max_errors(res[k], refs[k], &ae, &re);
+    printf("  output %d %s: max abs error %.3g, max rel error %.3g: %s\n", k, sh, ae, re,
+           same ? "ok" : "MISMATCH");
+    if (!same) {
+      fprintf(stderr, "xhlo-run: --compare: output %d does not match the interpreter: %s\n", k,
+              why.s);
+      bad++;
+    }
+    sb_free(&why);
+    free(sh);
+  }
+  if (bad) status = 1;
+  free(refs);
+  return status;
+}
+
+static bool has_kernels(const ThunkSeq *s) {
+  for (int k = 0; k < s->n; k++) {
+    const Thunk *t = &s->thunks[k];
+    if (t->kind == THUNK_KERNEL) return true;
+    if (t->kind == THUNK_WHILE && (has_kernels(t->cond) || has_kernels(t->body))) return true;
+    if (t->kind == THUNK_CONDITIONAL)
+      for (int b = 0; b < t->nbranches; b++)
+        if (has_kernels(&t->branches[b])) return true;
+  }
+  return false;
+}
+
+/* The platform to run on, or NULL after printing why not. */
+static const char *pick_platform(const RunOpts *o, const Artifact *a, const char *path) {
+  bool gpu = strncmp(a->target, "sm_", 3) == 0, host = strcmp(a->target, "host") == 0;
+  if (!gpu && !host) {
+    fprintf(stderr, "xhlo-run: %s: unknown target '%s' (expected host or sm_NN)\n", path,
+            a->target);
+    return NULL;
+  }
+  const char *p = o->platform ? o->platform : gpu ? "cuda" : "host";
+  if (strcmp(p, "interpreter") == 0) return p;
+  if (strcmp(p, "cuda") == 0 && !gpu) {
+    fprintf(stderr, "xhlo-run: %s was compiled for the host (%s): run it with "
+            "--platform=host, or compile it with xhloc --target=sm_90\n", path, a->kernel_file);
+    return NULL;
+  }
+  if (strcmp(p, "host") == 0 && !gpu) return p;
+  if (strcmp(p, "host") == 0) {
+    fprintf(stderr, "xhlo-run: %s was compiled for %s (PTX kernels in %s): run it with "
+            "--platform=cuda, or compile it with xhloc --target=host\n", path, a->target,
+            a->kernel_file);
+    return NULL;
+  }
+  return p;
+}
+
+int run_thunks(const RunOpts *o, const char *path) {
+  int status = 1;
+  Diag d = {0};
+  Arena *arena = arena_new();
+  HloModule **mods = NULL;
+  int nm = 0;
+  SrcFile *orig = NULL;
+  Platform *plat = NULL;
+  Executor *ex = NULL;
+  uint8_t *kbytes = NULL;
+  char *kpath = NULL;
+  PtrVec leaves = {0};
+  Literal **leaf_vals = NULL, **res = NULL;
+  int64_t *bounds = NULL;
+  double *run_ms = NULL;
+
+  Artifact *a = artifact_read(path, &d);
+  if (!a) {
+    report(NULL, &d);
+    goto out;
+  }
+  if (o->describe) {
+    StrBuf b;
+    sb_init(&b);
+    artifact_describe(&b, a);
+    fputs(b.s ? b.s : "", stdout);
+    sb_free(&b);
+    status = 0;
+    goto out;
+  }
+  const char *pname = pick_platform(o, a, path);
+  if (!pname) goto out;
+
+  /* the original HLO: the interpreter platform, --compare, index bounds */
+  bool need_hlo = strcmp(pname, "interpreter") == 0 || o->compare;
+  if (a->original_hlo) {
+    char name[512];
+    snprintf(name, sizeof name, "%s (original HLO)", path);
+    orig = srcfile_from_string(name, a->original_hlo, strlen(a->original_hlo));
+  }
+  if (!orig && need_hlo) {
+    fprintf(stderr, "xhlo-run: %s has no original HLO to %s\n", path,
+            o->compare ? "compare with" : "interpret");
+    goto out;
+  }
+  if (strcmp(pname, "interpreter") == 0) {
+    status = run_interpreter(o, orig);
+    goto out;
+  }
+  if (orig && (o->compare || o->random_inputs)) {
+    ParseOptions popts = {.strip_glog_prefixes = true};
+    nm = hlo_parse(orig, &popts, &mods, &d);
+    if (nm < 0 || (nm > 0 && !hlo_verify(mods[0], &d)) || (nm > 0 && !mods[0]->entry)) {
+      if (nm < 0) nm = 0;
+      if (need_hlo) {
+        fprintf(stderr, "xhlo-run: %s: its original HLO does not read back: ", path);
+        if (d.has_error) diag_print(&d, stderr);
+        else fputs("no entry computation\n", stderr);
+        goto out;
+      }
+      diag_clear(&d);
+      for (int k = 0; k < nm; k++) hlo_module_free(mods[k]);
+      nm = 0;
+    }
+  }
+  const HloModule *m = nm > 0 ? mods[0] : NULL;
+
+  /* inputs: the artifact's parameter leaves */
+  for (int k = 0; k < a->nparams; k++) {
+    Shape *s = hlo_parse_shape(arena, a->params[k].shape, &d);
+    if (!s) {
+      report("the artifact's parameter shape", &d);
+      goto out;
+    }
+    vec_push(&leaves, s);
+  }
+  if (o->compare && !m) {
+    fprintf(stderr, "xhlo-run: %s: its original HLO has no module to compare with\n", path);
+    goto out;
+  }
+  bool hlo_matches = false;
+  if (m) {
+    PtrVec ol = {0};
+    for (int k = 0; k < m->entry->nparams; k++) io_shape_leaves(m->entry->params[k]->shape, &ol);
+    bool same = ol.len == leaves.len;
+    for (int k = 0; same && k < ol.len; k++)
+      same = shape_compatible(ol.data[k], leaves.data[k]);
+    vec_free(&ol);
+    hlo_matches = same;
+    if (!same && o->compare) {
+      fprintf(stderr, "xhlo-run: %s: the artifact's parameters do not match its original "
+              "HLO's; cannot --compare\n", path);
+      goto out;
+    }
+  }
+  int nb = 0;
+  if (o->random_inputs && hlo_matches) nb = io_index_bounds(m, &bounds);
+  leaf_vals = gather_inputs(o, &leaves, bounds, nb, arena, path);
+  if (!leaf_vals) goto out;
+
+  /* the platform, the kernel file and the buffers */
+  if (strcmp(pname, "host") == 0) {
+    int64_t total = 0, budget = host_budget(o);
+    for (int k = 0; k < a->nallocs; k++)
+      total = total > INT64_MAX - a->allocs[k].size ? INT64_MAX : total + a->allocs[k].size;
+    if (total > budget) {
+      fprintf(stderr, "xhlo-run: %s needs %lld bytes of buffers, more than the memory budget "
+              "of %lld bytes (--mem-budget)\n", path, (long long)total, (long long)budget);
+      goto out;
+    }
+    plat = platform_host_new(&d);
+  } else {
+    plat = platform_cuda_new(&d);
+  }
+  if (!plat) {
+    fprintf(stderr, "xhlo-run: --platform=%s: %s\n", pname, d.msg ? d.msg : "unavailable");
+    goto out;
+  }
+  size_t klen = 0;
+  kbytes = artifact_read_kernel_file(a, path, &klen, &d);
+  if (!kbytes) {
+    report(NULL, &d);
+    goto out;
+  }
+  const char *slash = strrchr(path, '/');
+  size_t dl = slash ? (size_t)(slash - path + 1) : 0;
+  kpath = xmalloc(dl + strlen(a->kernel_file) + 1);
+  memcpy(kpath, path, dl);
+  strcpy(kpath + dl, a->kernel_file);
+  ex = executor_new(a, plat, has_kernels(&a->entry) ? kbytes : NULL, klen, kpath, &d);
+  if (!ex) {
+    report(path, &d);
+    goto out;
+  }
+  executor_set_profile(ex, o->profile);
+
+  int runs = o->iterations > 0 ? o->iterations : 1;
+  run_ms = xcalloc((size_t)runs, sizeof *run_ms);
+  Literal *result = NULL;
+  for (int r = 0; r < runs; r++) {
+    double t0 = now_ms();
+    if (!executor_run(ex, leaf_vals, arena, &result, &d)) {
+      report(path, &d);
+      goto out;
+    }
+    run_ms[r] = now_ms() - t0;
+  }
+  int nres = io_literal_leaves(result, &res);
+  status = emit_results(o, res, nres, arena);
+  if (o->compare && compare(o, m, leaf_vals, res, nres, arena) != 0) status = 1;
+  if (o->iterations > 0 || o->profile) print_timings(run_ms, runs, ex, o->profile);
+out:
+  fflush(stdout);
+  free(run_ms);
+  free(res);
+  free(leaf_vals);
+  free(bounds);
+  vec_free(&leaves);
+  executor_free(ex);
+  platform_free(plat);
+  free(kbytes);
+  free(kpath);
+  for (int k = 0; k < nm; k++) hlo_module_free(mods[k]);
+  free(mods);
+  if (orig) srcfile_free(orig);
+  if (a) artifact_free(a);
+  arena_free(arena);
+  diag_clear(&d);
+  return status;
+}

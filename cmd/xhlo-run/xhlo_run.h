@@ -1,0 +1,55 @@
+/*
+ * xhlo_run.h - what xhlo-run's files share: the parsed options and the
+ * steps both ways of running use (gathering the inputs, writing and checking
+ * the results).
+ *
+ *   main.c     option parsing, choosing how to run
+ *   interp.c   HLO text on the reference interpreter
+ *   thunks.c   a compiled artifact (PREFIX.thunks) on the host or a GPU
+ *   common.c   inputs, outputs and expected outputs
+ */
+#ifndef XHLO_RUN_H
+#define XHLO_RUN_H
+
+#include "../../lib/eval/eval.h"
+
+typedef struct RunOpts {
+  StrVec *inputs, *outputs, *expected;
+  bool random_inputs, quiet;
+  uint64_t seed;
+  double atol, rtol, time_budget;
+  int64_t mem_budget;
+  /* compiled artifacts */
+  const char *platform;           /* "host", "cuda", "interpreter"; NULL: the
+                                     artifact's target */
+  bool describe, compare, profile;
+  int iterations;                 /* 0: not given (one run, no timing) */
+  double cmp_atol, cmp_rtol;      /* --compare's tolerances */
+} RunOpts;
+
+/*
+ * interp.c
+ */
+/* Runs the entry computation of the HLO text in src on the interpreter;
+ * returns the exit status. */
+int run_interpreter(const RunOpts *o, const SrcFile *src);
+
+/*
+ * thunks.c
+ */
+int run_thunks(const RunOpts *o, const char *path);
+
+/*
+ * common.c
+ */
+/* One literal per leaf of `leaves` (shapes; NULL for tokens) from --input
+ * or --random-inputs (bounds: io_index_bounds per leaf, may be NULL).
+ * NULL after printing the problem.  path names the module in messages. */
+Literal **gather_inputs(const RunOpts *o, const PtrVec *leaves,
+                        const int64_t *bounds, int nbounds, Arena *a,
+                        const char *path);
+/* Writes the result leaves (--output or printing) and checks them against
+ * --expected-output; returns the exit status. */
+int emit_results(const RunOpts *o, Literal **res, int nres, Arena *a);
+
+#endif

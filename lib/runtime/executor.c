@@ -1,0 +1,514 @@
+/*
+ * executor.c - runs a compiled artifact's thunk sequence on a Platform.
+ *
+ * executor_new checks every slice the thunks and leaves use against the
+ * allocation table (so no artifact, however made, can send a kernel or copy
+ * outside a buffer), parses the leaf shapes, refuses layouts it cannot
+ * permute (tiles, sub-byte element sizes, dynamic dimensions), allocates one
+ * device buffer per allocation, uploads the constants and loads the kernels.
+ * It mirrors the thunk tree in ExecThunks that hold what a run needs at
+ * hand: the resolved kernel handle and its argument addresses.
+ *
+ * A run uploads the inputs, walks the tree (a while loop reads its pred
+ * byte back after each cond; a conditional reads its pred or s32 index),
+ * and downloads the results.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../eval/eval.h"
+#include "platform.h"
+
+typedef struct ExecSeq ExecSeq;
+typedef struct ExecThunk ExecThunk;
+
+struct ExecSeq {
+  int n;
+  ExecThunk *t;
+};
+
+struct ExecThunk {
+  const Thunk *thunk;
+  int prof;                       /* index into Executor.prof */
+  int depth;
+  void *kernel;                   /* KERNEL: the platform's handle */
+  DevPtr *args;                   /* KERNEL: nargs addresses */
+  DevPtr src, dst, pred;          /* COPY/MEMSET32 src, dst; WHILE/COND: pred */
+  ExecSeq cond, body;             /* WHILE */
+  ExecSeq *branches;              /* CONDITIONAL: nbranches */
+};
+
+struct Executor {
+  const Artifact *a;
+  Platform *p;
+  Arena *arena;
+  DevPtr *bufs;                   /* one per allocation */
+  int nbufs;
+  Shape **param_shapes, **out_shapes;
+  Shape *result_shape;
+  ExecSeq entry;
+  int max_depth;
+  bool profile;
+  int nprof;
+  ThunkProfile *prof;
+};
+
+static bool ex_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static bool ex_err(Diag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Loc none = {0};
+  diag_verror(d, none, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static const char *kind_name(ThunkKind k) {
+  switch (k) {
+  case THUNK_KERNEL: return "kernel";
+  case THUNK_COPY: return "copy";
+  case THUNK_MEMSET32: return "memset32";
+  case THUNK_WHILE: return "while";
+  case THUNK_CONDITIONAL: return "conditional";
+  }
+  return "?";
+}
+
+/*
+ * Layout permutation
+ */
+
+/* Copies between row-major order and the layout's physical order. */
+static void permute(const Shape *s, const uint8_t *src, uint8_t *dst,
+                    bool to_physical) {
+  int r = s->rank;
+  size_t eb = (size_t)et_bytes(s->et);
+  int64_t n = shape_elements(s);
+  if (n <= 0) return;
+  int64_t *stride = xcalloc((size_t)r + 1, sizeof *stride);
+  int64_t *idx = xcalloc((size_t)r + 1, sizeof *idx);
+  int64_t st = 1;
+  for (int k = 0; k < r; k++) {
+    int dim = s->layout ? (int)s->layout->minor_to_major[k] : r - 1 - k;
+    stride[dim] = st;
+    st *= s->dims[dim];
+  }
+  int64_t off = 0;
+  for (int64_t e = 0; e < n; e++) {
+    if (to_physical)
+      memcpy(dst + (size_t)off * eb, src + (size_t)e * eb, eb);
+    else
+      memcpy(dst + (size_t)e * eb, src + (size_t)off * eb, eb);
+    for (int k = r - 1; k >= 0; k--) {
+      off += stride[k];
+      if (++idx[k] < s->dims[k]) break;
+      off -= stride[k] * s->dims[k];
+      idx[k] = 0;
+    }
+  }
+  free(stride);
+  free(idx);
+}
+
+void layout_to_physical(const Shape *s, const uint8_t *row_major,
+                        uint8_t *physical) {
+  permute(s, row_major, physical, true);
+}
+
+void layout_from_physical(const Shape *s, const uint8_t *physical,
+                          uint8_t *row_major) {
+  permute(s, physical, row_major, false);
+}
+
+static bool layout_is_identity(const Shape *s) {
+  return !s->layout || layout_is_default(s->layout, s->rank);
+}
+
+/*
+ * Setup
+ */
+
+static bool check_slice(const Executor *e, BufSlice sl, const char *what,
+                        const Thunk *t, Diag *d) {
+  const Artifact *a = e->a;
+  if (sl.alloc < 0 || sl.alloc >= a->nallocs || sl.offset < 0 || sl.size < 0 ||
+      sl.offset > a->allocs[sl.alloc].size ||
+      sl.size > a->allocs[sl.alloc].size - sl.offset)
+    return ex_err(d, "the artifact's %s slice {alloc %d, offset %lld, size %lld}%s%s%s lies "
+                  "outside the allocation table",
+                  what, (int)sl.alloc, (long long)sl.offset, (long long)sl.size,
+                  t ? " of thunk '" : "", t && t->annotation ? t->annotation : "",
+                  t ? "'" : "");
+  return true;
+}
+
+static DevPtr slice_addr(const Executor *e, BufSlice sl) {
+  return e->bufs[sl.alloc] + (DevPtr)sl.offset;
+}
+
+static bool prepare_seq(Executor *e, const ThunkSeq *s, int depth, ExecSeq *out,
+                        Diag *d);
+
+static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
+                          Diag *d) {
+  x->thunk = t;
+  x->depth = depth;
+  x->prof = e->nprof++;
+  if (depth > e->max_depth) e->max_depth = depth;
+  switch (t->kind) {
+  case THUNK_KERNEL:
+    if (!t->kernel_name || t->nargs < 0 || (t->nargs > 0 && !t->args))
+      return ex_err(d, "the artifact has a kernel thunk without a kernel name or arguments");
+    x->kernel = e->p->kernel(e->p, t->kernel_name, d);
+    if (!x->kernel) return false;
+    x->args = ARENA_ARRAY(e->arena, DevPtr, t->nargs + 1);
+    for (int k = 0; k < t->nargs; k++) {
+      if (!check_slice(e, t->args[k], "kernel argument", t, d)) return false;
+      x->args[k] = slice_addr(e, t->args[k]);
+    }
+    return true;
+  case THUNK_COPY:
+    if (!check_slice(e, t->src, "copy source", t, d) ||
+        !check_slice(e, t->dst, "copy destination", t, d))
+      return false;
+    if (t->src.size != t->dst.size)
+      return ex_err(d, "the artifact's copy thunk '%s' copies %lld bytes into %lld",
+                    t->annotation ? t->annotation : "", (long long)t->src.size,
+                    (long long)t->dst.size);
+    x->src = slice_addr(e, t->src);
+    x->dst = slice_addr(e, t->dst);
+    return true;
+  case THUNK_MEMSET32:
+    if (!check_slice(e, t->dst, "memset destination", t, d)) return false;
+    if (t->dst.size % 4 || t->dst.offset % 4)
+      return ex_err(d, "the artifact's memset32 thunk '%s' fills %lld bytes at offset %lld "
+                    "(not whole aligned 32-bit words)",
+                    t->annotation ? t->annotation : "", (long long)t->dst.size,
+                    (long long)t->dst.offset);
+    x->dst = slice_addr(e, t->dst);
+    return true;
+  case THUNK_WHILE:
+    if (!t->cond || !t->body) return ex_err(d, "the artifact has a while thunk without cond or body");
+    if (!check_slice(e, t->cond_result, "while predicate", t, d)) return false;
+    if (t->cond_result.size < 1)
+      return ex_err(d, "the artifact's while thunk has an empty predicate slice");
+    x->pred = slice_addr(e, t->cond_result);
+    return prepare_seq(e, t->cond, depth + 1, &x->cond, d) &&
+           prepare_seq(e, t->body, depth + 1, &x->body, d);
+  case THUNK_CONDITIONAL:
+    if (t->nbranches < 1 || !t->branches || (t->index_is_pred && t->nbranches != 2))
+      return ex_err(d, "the artifact's conditional thunk has %d branches%s", t->nbranches,
+                    t->index_is_pred ? " for a pred index (needs 2)" : "");
+    if (!check_slice(e, t->branch_index, "branch index", t, d)) return false;
+    if (t->branch_index.size < (t->index_is_pred ? 1 : 4))
+      return ex_err(d, "the artifact's conditional thunk has a %lld-byte branch index",
+                    (long long)t->branch_index.size);
+    x->pred = slice_addr(e, t->branch_index);
+    x->branches = ARENA_ARRAY(e->arena, ExecSeq, t->nbranches);
+    for (int b = 0; b < t->nbranches; b++)
+      if (!prepare_seq(e, &t->branches[b], depth + 1, &x->branches[b], d)) return false;
+    return true;
+  }
+  return ex_err(d, "the artifact has a thunk of unknown kind %d", (int)t->kind);
+}
+
+/* Profile slots are numbered in pre-order: a thunk's slot comes before its
+ * nested ones', which prepare_thunk guarantees by numbering itself first. */
+static bool prepare_seq(Executor *e, const ThunkSeq *s, int depth, ExecSeq *out,
+                        Diag *d) {
+  if (depth > 64) return ex_err(d, "the artifact's thunks nest more than 64 deep");
+  out->n = s->n;
+  out->t = ARENA_ARRAY(e->arena, ExecThunk, s->n + 1);
+  if (s->n > 0 && !s->thunks) return ex_err(d, "the artifact has a malformed thunk sequence");
+  for (int k = 0; k < s->n; k++)
+    if (!prepare_thunk(e, &s->thunks[k], depth, &out->t[k], d)) return false;
+  return true;
+}
+
+static void fill_profile(Executor *e, const ExecSeq *s) {
+  for (int k = 0; k < s->n; k++) {
+    const ExecThunk *x = &s->t[k];
+    e->prof[x->prof].thunk = x->thunk;
+    e->prof[x->prof].depth = x->depth;
+    if (x->thunk->kind == THUNK_WHILE) {
+      fill_profile(e, &x->cond);
+      fill_profile(e, &x->body);
+    } else if (x->thunk->kind == THUNK_CONDITIONAL) {
+      for (int b = 0; b < x->thunk->nbranches; b++) fill_profile(e, &x->branches[b]);
+    }
+  }
+}
+
+/* Parses a leaf's shape text and checks it against its slice. */
+static Shape *leaf_shape(Executor *e, const ArtLeaf *l, const char *what, int k,
+                         Diag *d) {
+  if (!l->shape) {
+    ex_err(d, "the artifact's %s %d has no shape", what, k);
+    return NULL;
+  }
+  Diag pd = {0};
+  Shape *s = hlo_parse_shape(e->arena, l->shape, &pd);
+  if (!s) {
+    ex_err(d, "the artifact's %s %d has a bad shape '%s': %s", what, k, l->shape,
+           pd.msg ? pd.msg : "parse error");
+    diag_clear(&pd);
+    return NULL;
+  }
+  diag_clear(&pd);
+  if (s->et == ET_TOKEN) return s;
+  if (!shape_is_array(s)) {
+    ex_err(d, "the artifact's %s %d has shape %s, not an array", what, k, l->shape);
+    return NULL;
+  }
+  const Layout *lay = s->layout;
+  if (shape_is_dynamic(s) ||
+      (lay && (lay->ntiles || lay->element_size_bits || lay->rank != s->rank))) {
+    ex_err(d, "%s %d has shape %s: xhlo-run handles dense static arrays with plain "
+           "minor_to_major layouts only", what, k, l->shape);
+    return NULL;
+  }
+  if (!check_slice(e, l->slice, what, NULL, d)) return NULL;
+  if (shape_byte_size(s) != l->slice.size) {
+    ex_err(d, "the artifact's %s %d (%s) has a %lld-byte slice, its shape needs %lld", what,
+           k, l->shape, (long long)l->slice.size, (long long)shape_byte_size(s));
+    return NULL;
+  }
+  return s;
+}
+
+static bool upload_constants(Executor *e, Diag *d) {
+  const Artifact *a = e->a;
+  for (int k = 0; k < a->nconsts; k++) {
+    const ArtConstant *c = &a->consts[k];
+    if (!check_slice(e, c->slice, "constant", NULL, d)) return false;
+    if (c->slice.size && !c->bytes) return ex_err(d, "the artifact's constant %d has no bytes", k);
+    if (c->slice.size &&
+        !e->p->copy_h2d(e->p, slice_addr(e, c->slice), c->bytes, (size_t)c->slice.size, d))
+      return false;
+  }
+  return true;
+}
+
+Executor *executor_new(const Artifact *a, Platform *p,
+                       const uint8_t *kernel_bytes, size_t kernel_len,
+                       const char *kernel_path, Diag *d) {
+  Executor *e = xcalloc(1, sizeof *e);
+  e->a = a;
+  e->p = p;
+  e->arena = arena_new();
+  if (a->nallocs < 0 || a->nparams < 0 || a->noutputs < 0 || a->nconsts < 0) {
+    ex_err(d, "the artifact has negative counts");
+    goto fail;
+  }
+  e->param_shapes = ARENA_ARRAY(e->arena, Shape *, a->nparams + 1);
+  e->out_shapes = ARENA_ARRAY(e->arena, Shape *, a->noutputs + 1);
+  for (int k = 0; k < a->nparams; k++)
+    if (!(e->param_shapes[k] = leaf_shape(e, &a->params[k], "parameter", k, d))) goto fail;
+  for (int k = 0; k < a->noutputs; k++)
+    if (!(e->out_shapes[k] = leaf_shape(e, &a->outputs[k], "output", k, d))) goto fail;
+  if (!a->result_shape) {
+    ex_err(d, "the artifact has no result shape");
+    goto fail;
+  }
+  Diag pd = {0};
+  e->result_shape = hlo_parse_shape(e->arena, a->result_shape, &pd);
+  diag_clear(&pd);
+  if (!e->result_shape || shape_leaf_count(e->result_shape) != a->noutputs) {
+    ex_err(d, "the artifact's result shape '%s' does not have its %d output leaves",
+           a->result_shape, a->noutputs);
+    goto fail;
+  }
+
+  if (kernel_bytes && !p->load_kernels(p, kernel_bytes, kernel_len, kernel_path, d))
+    goto fail;
+
+  e->bufs = xcalloc((size_t)a->nallocs + 1, sizeof *e->bufs);
+  for (int k = 0; k < a->nallocs; k++) {
+    int64_t sz = a->allocs[k].size;
+    if (sz < 0) {
+      ex_err(d, "the artifact's allocation %d has a negative size", k);
+      goto fail;
+    }
+    /* at least one word, so every allocation has its own address */
+    if (!p->alloc(p, sz > 0 ? (size_t)sz : 4, &e->bufs[k], d)) goto fail;
+    e->nbufs = k + 1;
+  }
+  if (!prepare_seq(e, &a->entry, 0, &e->entry, d)) goto fail;
+  e->prof = ARENA_ARRAY(e->arena, ThunkProfile, e->nprof + 1);
+  fill_profile(e, &e->entry);
+  if (!upload_constants(e, d)) goto fail;
+  return e;
+fail:
+  executor_free(e);
+  return NULL;
+}
+
+void executor_free(Executor *e) {
+  if (!e) return;
+  for (int k = 0; k < e->nbufs; k++) e->p->free(e->p, e->bufs[k]);
+  free(e->bufs);
+  for (int k = 0; e->prof && k < e->nprof; k++) free(e->prof[k].ms);
+  arena_free(e->arena);
+  free(e);
+}
+
+void executor_set_profile(Executor *e, bool on) {
+  e->profile = on;
+}
+
+int executor_profile(const Executor *e, const ThunkProfile **out) {
+  *out = e->prof;
+  return e->nprof;
+}
+
+/*
+ * Running
+ */
+
+static bool run_seq(Executor *e, const ExecSeq *s, Diag *d);
+
+static bool thunk_err(const ExecThunk *x, Diag *d) {
+  /* the platform's message first, then which thunk (a while or conditional
+   * leaves its nested thunk's message as it is) */
+  ThunkKind k = x->thunk->kind;
+  if (d->msg && x->thunk->annotation && k != THUNK_WHILE && k != THUNK_CONDITIONAL) {
+    char *m = d->msg;
+    d->msg = NULL;
+    d->has_error = false;
+    ex_err(d, "%s (%s thunk '%s')", m, kind_name(k), x->thunk->annotation);
+    free(m);
+  }
+  return false;
+}
+
+static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
+  Platform *p = e->p;
+  const Thunk *t = x->thunk;
+  switch (t->kind) {
+  case THUNK_KERNEL:
+    return p->launch(p, x->kernel, t->nargs, x->args, t->grid, t->block, t->shmem_bytes, d);
+  case THUNK_COPY:
+    return t->src.size == 0 || x->src == x->dst ||
+           p->copy_d2d(p, x->dst, x->src, (size_t)t->src.size, d);
+  case THUNK_MEMSET32:
+    return t->dst.size == 0 || p->memset32(p, x->dst, t->memset_value, (size_t)t->dst.size / 4, d);
+  case THUNK_WHILE:
+    for (;;) {
+      if (!run_seq(e, &x->cond, d)) return false;
+      uint8_t pred = 0;
+      if (!p->copy_d2h(p, &pred, x->pred, 1, d)) return false;
+      if (!pred) return true;
+      if (!run_seq(e, &x->body, d)) return false;
+    }
+  case THUNK_CONDITIONAL: {
+    int b;
+    if (t->index_is_pred) {
+      uint8_t pred = 0;
+      if (!p->copy_d2h(p, &pred, x->pred, 1, d)) return false;
+      b = pred ? 0 : 1;
+    } else {
+      int32_t idx = 0;
+      if (!p->copy_d2h(p, &idx, x->pred, 4, d)) return false;
+      b = idx < 0 || idx >= t->nbranches ? t->nbranches - 1 : idx;
+    }
+    return run_seq(e, &x->branches[b], d);
+  }
+  }
+  return false;
+}
+
+static bool run_thunk(Executor *e, const ExecThunk *x, Diag *d) {
+  if (!e->profile) return run_thunk_body(e, x, d) || thunk_err(x, d);
+  Platform *p = e->p;
+  int m0 = 2 * x->depth, m1 = m0 + 1;
+  double ms = 0;
+  if (!p->mark(p, m0, d) || !run_thunk_body(e, x, d) || !p->mark(p, m1, d) ||
+      !p->elapsed_ms(p, m0, m1, &ms, d))
+    return thunk_err(x, d);
+  ThunkProfile *tp = &e->prof[x->prof];
+  tp->ms[tp->nsamples - 1] += ms;
+  return true;
+}
+
+static bool run_seq(Executor *e, const ExecSeq *s, Diag *d) {
+  for (int k = 0; k < s->n; k++)
+    if (!run_thunk(e, &s->t[k], d)) return false;
+  return true;
+}
+
+static bool upload_inputs(Executor *e, Literal *const *inputs, Diag *d) {
+  const Artifact *a = e->a;
+  for (int k = 0; k < a->nparams; k++) {
+    const Shape *s = e->param_shapes[k];
+    if (s->et == ET_TOKEN) continue;
+    const Literal *l = inputs[k];
+    char what[48];
+    snprintf(what, sizeof what, "input %d", k);
+    if (!l) return ex_err(d, "input %d is missing", k);
+    if (!io_check_shape(l, s, what, d)) return false;
+    size_t n = (size_t)a->params[k].slice.size;
+    if (n == 0) continue;
+    if (!l->data) return ex_err(d, "input %d has no values", k);
+    DevPtr dst = slice_addr(e, a->params[k].slice);
+    if (layout_is_identity(s)) {
+      if (!e->p->copy_h2d(e->p, dst, l->data, n, d)) return false;
+      continue;
+    }
+    uint8_t *tmp = xmalloc(n);
+    layout_to_physical(s, l->data, tmp);
+    bool ok = e->p->copy_h2d(e->p, dst, tmp, n, d);
+    free(tmp);
+    if (!ok) return false;
+  }
+  return true;
+}
+
+static bool download_outputs(Executor *e, Arena *out, Literal **leaves, Diag *d) {
+  const Artifact *a = e->a;
+  for (int k = 0; k < a->noutputs; k++) {
+    const Shape *s = e->out_shapes[k];
+    if (s->et == ET_TOKEN) {
+      leaves[k] = NULL;
+      continue;
+    }
+    Shape *ls = shape_clone(out, s);
+    ls->layout = layout_default(out, ls->rank);
+    Literal *l = literal_new(out, ls);
+    size_t n = (size_t)a->outputs[k].slice.size;
+    DevPtr src = slice_addr(e, a->outputs[k].slice);
+    if (n && layout_is_identity(s)) {
+      if (!e->p->copy_d2h(e->p, l->data, src, n, d)) return false;
+    } else if (n) {
+      uint8_t *tmp = xmalloc(n);
+      bool ok = e->p->copy_d2h(e->p, tmp, src, n, d);
+      if (ok) layout_from_physical(s, tmp, l->data);
+      free(tmp);
+      if (!ok) return false;
+    }
+    leaves[k] = l;
+  }
+  return true;
+}
+
+bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
+                  Literal **result, Diag *d) {
+  Platform *p = e->p;
+  if (e->profile) {
+    if (!p->reserve_marks(p, 2 * (e->max_depth + 1), d)) return false;
+    for (int k = 0; k < e->nprof; k++) {
+      ThunkProfile *tp = &e->prof[k];
+      tp->ms = xreallocarray(tp->ms, (size_t)tp->nsamples + 1, sizeof *tp->ms);
+      tp->ms[tp->nsamples++] = 0;
+    }
+  }
+  if (!upload_inputs(e, inputs, d) || !run_seq(e, &e->entry, d) || !p->synchronize(p, d))
+    return false;
+  Literal **leaves = xcalloc((size_t)e->a->noutputs + 1, sizeof *leaves);
+  bool ok = download_outputs(e, out, leaves, d);
+  if (ok) {
+    int at = 0;
+    *result = io_literal_from_leaves(out, shape_clone(out, e->result_shape), leaves, &at);
+  }
+  free(leaves);
+  return ok;
+}

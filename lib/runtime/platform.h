@@ -1,0 +1,124 @@
+/*
+ * platform.h - where a compiled artifact runs (the host CPU or an NVIDIA GPU
+ * through the CUDA Driver API), and the executor that runs its thunk
+ * sequence there.
+ *
+ * A Platform is a table of operations on device memory and kernels.  Device
+ * addresses are 64-bit integers (a CUdeviceptr, or a host pointer's value).
+ * Every operation that can fail returns false with the message in d; nothing
+ * here exits.  Operations are ordered: a read-back (copy_d2h) sees every
+ * earlier launch and copy.
+ *
+ * The executor (executor.c) allocates one device buffer per allocation of
+ * the artifact, uploads the constants once, then for each run uploads the
+ * inputs into the parameter slices (permuted from row-major literals into
+ * each parameter's layout), runs the thunks, and downloads the result leaves
+ * (permuted back to row-major) into literals shaped like the entry result.
+ */
+#ifndef XHLOC_PLATFORM_H
+#define XHLOC_PLATFORM_H
+
+#include "../hlo/hlo.h"
+#include "thunks.h"
+
+typedef uint64_t DevPtr;
+
+typedef struct Platform Platform;
+struct Platform {
+  const char *name;               /* "host", "cuda" */
+  void *impl;                     /* the platform's own state */
+
+  /* Device memory: n > 0 bytes, aligned to at least 256 bytes. */
+  bool (*alloc)(Platform *p, size_t n, DevPtr *out, Diag *d);
+  void (*free)(Platform *p, DevPtr ptr);
+  bool (*copy_h2d)(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d);
+  bool (*copy_d2h)(Platform *p, void *dst, DevPtr src, size_t n, Diag *d);
+  bool (*copy_d2d)(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d);
+  /* Fills count 32-bit words at dst (4-byte aligned) with value. */
+  bool (*memset32)(Platform *p, DevPtr dst, uint32_t value, size_t count,
+                   Diag *d);
+
+  /* Loads the kernel file: its bytes (already checksum-checked) and its path
+   * (the host platform dlopens the path; CUDA JIT-compiles the PTX bytes).
+   * It replaces the file loaded before, whose kernel handles die with it. */
+  bool (*load_kernels)(Platform *p, const uint8_t *bytes, size_t len,
+                       const char *path, Diag *d);
+  /* A handle for kernel `name` of the loaded file; NULL with a message when
+   * the file has no such kernel. */
+  void *(*kernel)(Platform *p, const char *name, Diag *d);
+  /* Launches a kernel with one device pointer per argument.  The host
+   * platform ignores the launch dimensions. */
+  bool (*launch)(Platform *p, void *kernel, int nargs, const DevPtr *args,
+                 const uint32_t grid[3], const uint32_t block[3],
+                 uint32_t shmem_bytes, Diag *d);
+  bool (*synchronize)(Platform *p, Diag *d);
+
+  /* Timing in stream order: record a mark, and later the milliseconds
+   * between two marks (waits for the second).  Marks are small integers
+   * 0..nmarks-1 from reserve_marks. */
+  bool (*reserve_marks)(Platform *p, int nmarks, Diag *d);
+  bool (*mark)(Platform *p, int m, Diag *d);
+  bool (*elapsed_ms)(Platform *p, int from, int to, double *ms, Diag *d);
+
+  void (*destroy)(Platform *p);
+};
+
+/*
+ * platform_host.c: the host CPU; kernels from PREFIX.host.so (dlopen).
+ */
+Platform *platform_host_new(Diag *d);
+
+/*
+ * platform_cuda.c: the first CUDA device through libcuda.so.1 (dlopen).
+ * NULL with a one-line message when there is no driver or no device.
+ */
+Platform *platform_cuda_new(Diag *d);
+
+void platform_free(Platform *p);  /* NULL is fine */
+
+/*
+ * executor.c
+ */
+typedef struct Executor Executor;
+
+/* Sets up an artifact on a platform: loads the kernel file (its bytes and
+ * path, as artifact_read_kernel_file returned them; NULL bytes when the
+ * artifact has no kernel thunks), resolves every kernel, allocates the
+ * buffers and uploads the constants.  The artifact and platform must
+ * outlive the executor. */
+Executor *executor_new(const Artifact *a, Platform *p,
+                       const uint8_t *kernel_bytes, size_t kernel_len,
+                       const char *kernel_path, Diag *d);
+void executor_free(Executor *e);
+
+/* With profiling on, each run times every thunk (nested ones too) with the
+ * platform's marks; the run is then serialized thunk by thunk. */
+void executor_set_profile(Executor *e, bool on);
+
+/* One run.  inputs: one literal per parameter leaf (Artifact.params), in
+ * row-major order; NULL for token leaves.  Their element types and
+ * dimensions must match the leaves' shapes.  *result (in out) is shaped like
+ * Artifact.result_shape, with row-major data. */
+bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
+                  Literal **result, Diag *d);
+
+/* The profile: every thunk in pre-order (depth 0 for the entry sequence),
+ * with the milliseconds it took in each profiled run so far (a while loop's
+ * body thunks summed over its trips; 0 for a thunk not reached). */
+typedef struct ThunkProfile {
+  const Thunk *thunk;
+  int depth;
+  int nsamples;
+  double *ms;                     /* nsamples entries */
+} ThunkProfile;
+int executor_profile(const Executor *e, const ThunkProfile **out);
+
+/* Copies between a row-major buffer and the physical order of an array
+ * shape's layout (minor_to_major).  Tiled or sub-byte layouts are refused
+ * by executor_new, not here. */
+void layout_to_physical(const Shape *s, const uint8_t *row_major,
+                        uint8_t *physical);
+void layout_from_physical(const Shape *s, const uint8_t *physical,
+                          uint8_t *row_major);
+
+#endif

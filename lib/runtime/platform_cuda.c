@@ -1,0 +1,333 @@
+/*
+ * platform_cuda.c - the CUDA platform: the first visible NVIDIA GPU through
+ * the Driver API, with libcuda.so.1 opened by dlopen and every entry point
+ * looked up by name, so xhlo-run builds and runs (on other platforms) on a
+ * machine with no driver and no toolkit.
+ *
+ * The device's primary context is made current; every operation goes to the
+ * legacy default stream, so launches, copies and memsets run in program
+ * order and a device-to-host copy sees all of them.  The PTX is JIT-compiled
+ * by the driver for the actual GPU; its error log is part of the message
+ * when that fails.  Timer marks are CUDA events.
+ *
+ * Entry points are looked up by their versioned ABI names (cuMemAlloc_v2,
+ * ...), the names cuda.h's macros map the plain names to.
+ */
+#include <dlfcn.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef XHLO_HAVE_CUDA_H
+#include <cuda.h>
+#else
+#include "cuda_min.h"
+#endif
+
+#include "platform.h"
+
+typedef struct CudaApi {
+  CUresult (*Init)(unsigned int);
+  CUresult (*DeviceGetCount)(int *);
+  CUresult (*DeviceGet)(CUdevice *, int);
+  CUresult (*DeviceGetName)(char *, int, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*DevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxSynchronize)(void);
+  CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned int, CUjit_option *,
+                               void **);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*FuncSetAttribute)(CUfunction, CUfunction_attribute, int);
+  CUresult (*MemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
+  CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
+  CUresult (*LaunchKernel)(CUfunction, unsigned int, unsigned int, unsigned int,
+                           unsigned int, unsigned int, unsigned int, unsigned int, CUstream,
+                           void **, void **);
+  CUresult (*EventCreate)(CUevent *, unsigned int);
+  CUresult (*EventDestroy)(CUevent);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*GetErrorString)(CUresult, const char **);
+  CUresult (*GetErrorName)(CUresult, const char **);
+} CudaApi;
+
+/* Symbol names, first choice and fallback (older drivers). */
+static const struct {
+  const char *name, *alt;
+  size_t off;
+} cuda_syms[] = {
+#define SYM(field, name, alt) {name, alt, offsetof(CudaApi, field)}
+  SYM(Init, "cuInit", NULL),
+  SYM(DeviceGetCount, "cuDeviceGetCount", NULL),
+  SYM(DeviceGet, "cuDeviceGet", NULL),
+  SYM(DeviceGetName, "cuDeviceGetName", NULL),
+  SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
+  SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
+  SYM(CtxSetCurrent, "cuCtxSetCurrent", NULL),
+  SYM(CtxSynchronize, "cuCtxSynchronize", NULL),
+  SYM(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
+  SYM(ModuleUnload, "cuModuleUnload", NULL),
+  SYM(ModuleGetFunction, "cuModuleGetFunction", NULL),
+  SYM(FuncSetAttribute, "cuFuncSetAttribute", NULL),
+  SYM(MemAlloc, "cuMemAlloc_v2", NULL),
+  SYM(MemFree, "cuMemFree_v2", NULL),
+  SYM(MemcpyHtoD, "cuMemcpyHtoD_v2", NULL),
+  SYM(MemcpyDtoH, "cuMemcpyDtoH_v2", NULL),
+  SYM(MemcpyDtoD, "cuMemcpyDtoD_v2", NULL),
+  SYM(MemsetD32, "cuMemsetD32_v2", NULL),
+  SYM(LaunchKernel, "cuLaunchKernel", NULL),
+  SYM(EventCreate, "cuEventCreate", NULL),
+  SYM(EventDestroy, "cuEventDestroy_v2", "cuEventDestroy"),
+  SYM(EventRecord, "cuEventRecord", NULL),
+  SYM(EventSynchronize, "cuEventSynchronize", NULL),
+  SYM(EventElapsedTime, "cuEventElapsedTime", "cuEventElapsedTime_v2"),
+  SYM(GetErrorString, "cuGetErrorString", NULL),
+  SYM(GetErrorName, "cuGetErrorName", NULL),
+#undef SYM
+};
+
+typedef struct CudaState {
+  void *lib;
+  CudaApi api;
+  CUdevice dev;
+  CUcontext ctx;
+  bool have_ctx;
+  CUmodule mod;
+  char *ptx_name;
+  int nmarks;
+  CUevent *marks;
+} CudaState;
+
+static bool cu_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static bool cu_err(Diag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Loc none = {0};
+  diag_verror(d, none, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+/* Checks a driver result; on failure the message names the call and the
+ * driver's error name and text. */
+static bool ck(const CudaState *c, CUresult r, const char *what, Diag *d) {
+  if (r == CUDA_SUCCESS) return true;
+  const char *name = NULL, *text = NULL;
+  if (c->api.GetErrorName) c->api.GetErrorName(r, &name);
+  if (c->api.GetErrorString) c->api.GetErrorString(r, &text);
+  return cu_err(d, "CUDA: %s failed: %s (%d)%s%s", what, name ? name : "error", (int)r,
+                text ? ": " : "", text ? text : "");
+}
+
+static bool cu_alloc(Platform *p, size_t n, DevPtr *out, Diag *d) {
+  CudaState *c = p->impl;
+  CUdeviceptr m = 0;
+  if (!ck(c, c->api.MemAlloc(&m, n), "cuMemAlloc", d)) return false;
+  *out = (DevPtr)m;
+  return true;
+}
+
+static void cu_free(Platform *p, DevPtr m) {
+  CudaState *c = p->impl;
+  c->api.MemFree((CUdeviceptr)m);
+}
+
+static bool cu_h2d(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
+  CudaState *c = p->impl;
+  return ck(c, c->api.MemcpyHtoD((CUdeviceptr)dst, src, n), "cuMemcpyHtoD", d);
+}
+
+static bool cu_d2h(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
+  CudaState *c = p->impl;
+  return ck(c, c->api.MemcpyDtoH(dst, (CUdeviceptr)src, n), "cuMemcpyDtoH", d);
+}
+
+static bool cu_d2d(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d) {
+  CudaState *c = p->impl;
+  return ck(c, c->api.MemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, n), "cuMemcpyDtoD", d);
+}
+
+static bool cu_memset32(Platform *p, DevPtr dst, uint32_t v, size_t count, Diag *d) {
+  CudaState *c = p->impl;
+  return ck(c, c->api.MemsetD32((CUdeviceptr)dst, v, count), "cuMemsetD32", d);
+}
+
+static bool cu_load(Platform *p, const uint8_t *bytes, size_t len, const char *path,
+                    Diag *d) {
+  CudaState *c = p->impl;
+  if (c->mod) c->api.ModuleUnload(c->mod);
+  c->mod = NULL;
+  free(c->ptx_name);
+  c->ptx_name = NULL;
+  char *ptx = xmalloc(len + 1);
+  memcpy(ptx, bytes, len);
+  ptx[len] = 0;
+  enum { LOG = 16384 };
+  char *errlog = xcalloc(1, LOG), *infolog = xcalloc(1, LOG);
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                         CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *vals[] = {errlog, (void *)(uintptr_t)LOG, infolog, (void *)(uintptr_t)LOG};
+  CUresult r = c->api.ModuleLoadDataEx(&c->mod, ptx, 4, opts, vals);
+  bool ok = true;
+  if (r != CUDA_SUCCESS) {
+    c->mod = NULL;
+    Diag cd = {0};
+    ck(c, r, "cuModuleLoadDataEx", &cd);
+    errlog[LOG - 1] = 0;
+    size_t el = strlen(errlog);
+    while (el && (errlog[el - 1] == '\n' || errlog[el - 1] == ' ')) errlog[--el] = 0;
+    ok = cu_err(d, "%s: the driver cannot JIT-compile the PTX: %s%s%s", path, cd.msg,
+                el ? "\nJIT error log:\n" : "", errlog);
+    diag_clear(&cd);
+  } else {
+    c->ptx_name = xstrdup(path);
+  }
+  free(errlog);
+  free(infolog);
+  free(ptx);
+  return ok;
+}
+
+static void *cu_kernel(Platform *p, const char *name, Diag *d) {
+  CudaState *c = p->impl;
+  if (!c->mod) {
+    cu_err(d, "kernel '%s': no kernel file is loaded", name);
+    return NULL;
+  }
+  CUfunction f = NULL;
+  CUresult r = c->api.ModuleGetFunction(&f, c->mod, name);
+  if (r == CUDA_ERROR_NOT_FOUND) {
+    cu_err(d, "%s: has no kernel '%s'", c->ptx_name, name);
+    return NULL;
+  }
+  if (!ck(c, r, "cuModuleGetFunction", d)) return NULL;
+  return f;
+}
+
+static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
+                      const uint32_t grid[3], const uint32_t block[3],
+                      uint32_t shmem_bytes, Diag *d) {
+  CudaState *c = p->impl;
+  CUfunction f = kernel;
+  if (shmem_bytes > 48 * 1024 &&
+      !ck(c, c->api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     (int)shmem_bytes),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", d))
+    return false;
+  void **params = xcalloc((size_t)nargs + 1, sizeof *params);
+  for (int k = 0; k < nargs; k++) params[k] = (void *)&args[k];
+  CUresult r = c->api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                   shmem_bytes, NULL, params, NULL);
+  free(params);
+  return ck(c, r, "cuLaunchKernel", d);
+}
+
+static bool cu_sync(Platform *p, Diag *d) {
+  CudaState *c = p->impl;
+  return ck(c, c->api.CtxSynchronize(), "cuCtxSynchronize", d);
+}
+
+static bool cu_reserve_marks(Platform *p, int n, Diag *d) {
+  CudaState *c = p->impl;
+  if (n <= c->nmarks) return true;
+  c->marks = xreallocarray(c->marks, (size_t)n, sizeof *c->marks);
+  for (; c->nmarks < n; c->nmarks++)
+    if (!ck(c, c->api.EventCreate(&c->marks[c->nmarks], CU_EVENT_DEFAULT), "cuEventCreate", d))
+      return false;
+  return true;
+}
+
+static bool cu_mark(Platform *p, int m, Diag *d) {
+  CudaState *c = p->impl;
+  if (m < 0 || m >= c->nmarks) return cu_err(d, "timer mark %d was not reserved", m);
+  return ck(c, c->api.EventRecord(c->marks[m], NULL), "cuEventRecord", d);
+}
+
+static bool cu_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
+  CudaState *c = p->impl;
+  if (from < 0 || to < 0 || from >= c->nmarks || to >= c->nmarks)
+    return cu_err(d, "timer marks %d, %d were not reserved", from, to);
+  float f = 0;
+  if (!ck(c, c->api.EventSynchronize(c->marks[to]), "cuEventSynchronize", d) ||
+      !ck(c, c->api.EventElapsedTime(&f, c->marks[from], c->marks[to]), "cuEventElapsedTime",
+          d))
+    return false;
+  *ms = f;
+  return true;
+}
+
+static void cu_destroy(Platform *p) {
+  CudaState *c = p->impl;
+  for (int k = 0; k < c->nmarks; k++) c->api.EventDestroy(c->marks[k]);
+  free(c->marks);
+  if (c->mod) c->api.ModuleUnload(c->mod);
+  if (c->have_ctx) c->api.DevicePrimaryCtxRelease(c->dev);
+  free(c->ptx_name);
+  /* libcuda stays loaded: unloading a driver library with live threads is
+   * not safe */
+  free(c);
+}
+
+/* Opens the driver, picks device 0 and makes its primary context current. */
+static bool cuda_open(CudaState *c, Diag *d) {
+  dlerror();
+  c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!c->lib) {
+    const char *why = dlerror();
+    return cu_err(d, "cannot load libcuda.so.1: %s; is the NVIDIA driver installed?",
+                  why ? why : "dlopen failed");
+  }
+  for (size_t k = 0; k < ARRAY_LEN(cuda_syms); k++) {
+    void *sym = dlsym(c->lib, cuda_syms[k].name);
+    if (!sym && cuda_syms[k].alt) sym = dlsym(c->lib, cuda_syms[k].alt);
+    if (!sym)
+      return cu_err(d, "libcuda.so.1 has no %s; the NVIDIA driver is too old",
+                    cuda_syms[k].name);
+    memcpy((char *)&c->api + cuda_syms[k].off, &sym, sizeof sym);
+  }
+  CUresult r = c->api.Init(0);
+  int n = 0;
+  if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && c->api.DeviceGetCount(&n) ==
+                                    CUDA_SUCCESS && n == 0))
+    return cu_err(d, "no CUDA device (the driver is installed but sees no GPU)");
+  if (!ck(c, r, "cuInit", d) || !ck(c, c->api.DeviceGet(&c->dev, 0), "cuDeviceGet", d) ||
+      !ck(c, c->api.DevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain", d))
+    return false;
+  c->have_ctx = true;
+  return ck(c, c->api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent", d);
+}
+
+Platform *platform_cuda_new(Diag *d) {
+  CudaState *c = xcalloc(1, sizeof *c);
+  Platform *p = xcalloc(1, sizeof *p);
+  p->name = "cuda";
+  p->impl = c;
+  p->alloc = cu_alloc;
+  p->free = cu_free;
+  p->copy_h2d = cu_h2d;
+  p->copy_d2h = cu_d2h;
+  p->copy_d2d = cu_d2d;
+  p->memset32 = cu_memset32;
+  p->load_kernels = cu_load;
+  p->kernel = cu_kernel;
+  p->launch = cu_launch;
+  p->synchronize = cu_sync;
+  p->reserve_marks = cu_reserve_marks;
+  p->mark = cu_mark;
+  p->elapsed_ms = cu_elapsed;
+  p->destroy = cu_destroy;
+  if (!cuda_open(c, d)) {
+    if (c->have_ctx) c->api.DevicePrimaryCtxRelease(c->dev);
+    free(c);
+    free(p);
+    return NULL;
+  }
+  return p;
+}

@@ -1,0 +1,192 @@
+/*
+ * platform_host.c - the host platform: device memory is aligned host memory,
+ * kernels are `void name(void **args)` functions of PREFIX.host.so, opened
+ * with dlopen and called one after another on this thread (the launch
+ * dimensions are ignored: one call computes a whole kernel).
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "platform.h"
+
+typedef void (*HostKernel)(void **args);
+
+typedef struct HostState {
+  void *lib;                      /* dlopen handle */
+  char *lib_path;
+  int nmarks;
+  double *marks;                  /* seconds */
+  int nargbuf;
+  void **argbuf;
+} HostState;
+
+static bool host_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static bool host_err(Diag *d, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  Loc none = {0};
+  diag_verror(d, none, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+static void *ptr(DevPtr p) {
+  return (void *)(uintptr_t)p;
+}
+
+static bool host_alloc(Platform *p, size_t n, DevPtr *out, Diag *d) {
+  size_t rounded = (n + 255) & ~(size_t)255;
+  if (rounded < n) return host_err(d, "cannot allocate %zu bytes", n);
+  void *m = aligned_alloc(256, rounded);
+  if (!m) return host_err(d, "cannot allocate %zu bytes of host memory", n);
+  memset(m, 0, rounded);
+  *out = (DevPtr)(uintptr_t)m;
+  return true;
+}
+
+static void host_free(Platform *p, DevPtr m) {
+  free(ptr(m));
+}
+
+static bool host_h2d(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
+  memcpy(ptr(dst), src, n);
+  return true;
+}
+
+static bool host_d2h(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
+  memcpy(dst, ptr(src), n);
+  return true;
+}
+
+static bool host_d2d(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d) {
+  memmove(ptr(dst), ptr(src), n);
+  return true;
+}
+
+static bool host_memset32(Platform *p, DevPtr dst, uint32_t v, size_t count, Diag *d) {
+  uint8_t *q = ptr(dst);
+  for (size_t k = 0; k < count; k++) memcpy(q + 4 * k, &v, 4);
+  return true;
+}
+
+static bool host_load(Platform *p, const uint8_t *bytes, size_t len, const char *path,
+                      Diag *d) {
+  HostState *h = p->impl;
+  if (h->lib) dlclose(h->lib);
+  free(h->lib_path);
+  h->lib = NULL;
+  h->lib_path = NULL;
+  /* dlopen searches the library path for a name without a slash */
+  char *full = strchr(path, '/') ? xstrdup(path) : NULL;
+  if (!full) {
+    full = xmalloc(strlen(path) + 3);
+    strcpy(full, "./");
+    strcat(full, path);
+  }
+  dlerror();
+  h->lib = dlopen(full, RTLD_NOW | RTLD_LOCAL);
+  if (!h->lib) {
+    const char *why = dlerror();
+    host_err(d, "%s: cannot load the host kernels: %s", path, why ? why : "dlopen failed");
+    free(full);
+    return false;
+  }
+  h->lib_path = full;
+  return true;
+}
+
+static void *host_kernel(Platform *p, const char *name, Diag *d) {
+  HostState *h = p->impl;
+  if (!h->lib) {
+    host_err(d, "kernel '%s': no kernel file is loaded", name);
+    return NULL;
+  }
+  dlerror();
+  void *sym = dlsym(h->lib, name);
+  if (!sym) host_err(d, "%s: has no kernel '%s'", h->lib_path, name);
+  return sym;
+}
+
+static bool host_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
+                        const uint32_t grid[3], const uint32_t block[3],
+                        uint32_t shmem_bytes, Diag *d) {
+  HostState *h = p->impl;
+  if (nargs + 1 > h->nargbuf) {
+    h->argbuf = xreallocarray(h->argbuf, (size_t)nargs + 1, sizeof *h->argbuf);
+    h->nargbuf = nargs + 1;
+  }
+  for (int k = 0; k < nargs; k++) h->argbuf[k] = ptr(args[k]);
+  h->argbuf[nargs] = NULL;
+  HostKernel fn;
+  memcpy(&fn, &kernel, sizeof fn);
+  fn(h->argbuf);
+  return true;
+}
+
+static bool host_sync(Platform *p, Diag *d) {
+  return true;
+}
+
+static bool host_reserve_marks(Platform *p, int n, Diag *d) {
+  HostState *h = p->impl;
+  if (n > h->nmarks) {
+    h->marks = xreallocarray(h->marks, (size_t)n, sizeof *h->marks);
+    h->nmarks = n;
+  }
+  return true;
+}
+
+static bool host_mark(Platform *p, int m, Diag *d) {
+  HostState *h = p->impl;
+  if (m < 0 || m >= h->nmarks) return host_err(d, "timer mark %d was not reserved", m);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  h->marks[m] = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  return true;
+}
+
+static bool host_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
+  HostState *h = p->impl;
+  if (from < 0 || to < 0 || from >= h->nmarks || to >= h->nmarks)
+    return host_err(d, "timer marks %d, %d were not reserved", from, to);
+  *ms = (h->marks[to] - h->marks[from]) * 1e3;
+  return true;
+}
+
+static void host_destroy(Platform *p) {
+  HostState *h = p->impl;
+  if (h->lib) dlclose(h->lib);
+  free(h->lib_path);
+  free(h->marks);
+  free(h->argbuf);
+  free(h);
+}
+
+Platform *platform_host_new(Diag *d) {
+  Platform *p = xcalloc(1, sizeof *p);
+  p->name = "host";
+  p->impl = xcalloc(1, sizeof(HostState));
+  p->alloc = host_alloc;
+  p->free = host_free;
+  p->copy_h2d = host_h2d;
+  p->copy_d2h = host_d2h;
+  p->copy_d2d = host_d2d;
+  p->memset32 = host_memset32;
+  p->load_kernels = host_load;
+  p->kernel = host_kernel;
+  p->launch = host_launch;
+  p->synchronize = host_sync;
+  p->reserve_marks = host_reserve_marks;
+  p->mark = host_mark;
+  p->elapsed_ms = host_elapsed;
+  p->destroy = host_destroy;
+  return p;
+}
+
+void platform_free(Platform *p) {
+  if (!p) return;
+  p->destroy(p);
+  free(p);
+}

@@ -1,0 +1,496 @@
+/*
+ * test_runtime.c - the executor on the host platform (lib/runtime): kernel
+ * thunks, copies, memsets, a while loop with a counter, conditionals on a
+ * pred and on an s32 index (out of range runs the last branch), constants,
+ * tuple results, parameters and results with non-default layouts, the
+ * layout permutation itself, profiling, and the refusals (bad inputs, a
+ * kernel the file lacks, a slice outside its allocation).
+ *
+ * Artifacts are built in memory; the kernels are C functions with the host
+ * calling convention (void name(void **args)) compiled here into a shared
+ * object with `cc -shared -fPIC`.  Expected values are worked out by hand.
+ */
+#include <criterion/criterion.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../lib/eval/eval.h"
+#include "../../lib/runtime/platform.h"
+
+static const char kernels_c[] =
+  "#include <string.h>\n"
+  "void add4(void **a) { float *x = a[0], *y = a[1], *o = a[2];\n"
+  "  for (int i = 0; i < 4; i++) o[i] = x[i] + y[i]; }\n"
+  "void copy24(void **a) { memcpy(a[1], a[0], 24); }\n"
+  "void lt(void **a) { int *c = a[0], *n = a[1]; unsigned char *p = a[2];\n"
+  "  *p = *c < *n; }\n"
+  "void inc(void **a) { int *c = a[0], *o = a[1]; *o = *c + 1; }\n"
+  "void dbl4(void **a) { float *x = a[0], *o = a[1];\n"
+  "  for (int i = 0; i < 4; i++) o[i] = 2 * x[i]; }\n";
+
+static char Dir[64];
+static char SoPath[128];
+static uint8_t *SoBytes;
+static size_t SoLen;
+static Artifact *Art;
+static Platform *Plat;
+static Executor *Ex;
+static Arena *Out;
+static Diag D;
+
+static void setup(void) {
+  strcpy(Dir, "/tmp/xhlo-rt-XXXXXX");
+  cr_assert(mkdtemp(Dir));
+  char src[128], cmd[512];
+  snprintf(src, sizeof src, "%s/k.c", Dir);
+  snprintf(SoPath, sizeof SoPath, "%s/k.host.so", Dir);
+  FILE *f = fopen(src, "w");
+  cr_assert(f);
+  fputs(kernels_c, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "cc -shared -fPIC -O1 -o %s %s", SoPath, src);
+  cr_assert_eq(system(cmd), 0, "cannot compile the test kernels");
+  f = fopen(SoPath, "rb");
+  cr_assert(f);
+  fseek(f, 0, SEEK_END);
+  SoLen = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  SoBytes = xmalloc(SoLen);
+  cr_assert_eq(fread(SoBytes, 1, SoLen, f), SoLen);
+  fclose(f);
+  Art = artifact_new();
+  Art->module_name = "test";
+  Art->target = "host";
+  Art->kernel_file = "k.host.so";
+  Art->allocs = ARENA_ARRAY(Art->arena, BufAlloc, 16);
+  Art->params = ARENA_ARRAY(Art->arena, ArtLeaf, 8);
+  Art->outputs = ARENA_ARRAY(Art->arena, ArtLeaf, 8);
+  Art->consts = ARENA_ARRAY(Art->arena, ArtConstant, 8);
+  Art->entry.thunks = ARENA_ARRAY(Art->arena, Thunk, 8);
+  Plat = platform_host_new(&D);
+  Out = arena_new();
+}
+
+static void teardown(void) {
+  executor_free(Ex);
+  Ex = NULL;
+  platform_free(Plat);
+  artifact_free(Art);
+  arena_free(Out);
+  free(SoBytes);
+  diag_clear(&D);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", Dir);
+  if (system(cmd) != 0) fprintf(stderr, "cannot remove %s\n", Dir);
+}
+
+TestSuite(runtime, .init = setup, .fini = teardown);
+
+/*
+ * Building artifacts
+ */
+static int alloc(int64_t size, unsigned flags) {
+  BufAlloc *a = &Art->allocs[Art->nallocs];
+  a->size = size;
+  a->flags = flags;
+  return Art->nallocs++;
+}
+
+static BufSlice sl(int alloc_index, int64_t offset, int64_t size) {
+  return (BufSlice){alloc_index, offset, size};
+}
+
+/* A parameter leaf in an allocation of its own; returns the allocation. */
+static int param(const char *shape, int64_t size) {
+  int k = alloc(size, ALLOC_PARAMETER);
+  Art->allocs[k].param_number = Art->nparams;
+  Art->allocs[k].param_shape = arena_strdup(Art->arena, shape);
+  Art->params[Art->nparams++] = (ArtLeaf){sl(k, 0, size), arena_strdup(Art->arena, shape)};
+  return k;
+}
+
+static void output(BufSlice s, const char *shape) {
+  Art->allocs[s.alloc].flags |= ALLOC_OUTPUT;
+  Art->outputs[Art->noutputs++] = (ArtLeaf){s, arena_strdup(Art->arena, shape)};
+}
+
+static ThunkSeq *seq(int n) {
+  ThunkSeq *s = ARENA_NEW(Art->arena, ThunkSeq);
+  s->thunks = ARENA_ARRAY(Art->arena, Thunk, n);
+  return s;
+}
+
+static Thunk *push(ThunkSeq *s, ThunkKind kind, const char *ann) {
+  Thunk *t = &s->thunks[s->n++];
+  t->kind = kind;
+  t->annotation = arena_strdup(Art->arena, ann);
+  return t;
+}
+
+static Thunk *kernel(ThunkSeq *s, const char *name, int nargs, const BufSlice *args) {
+  Thunk *t = push(s, THUNK_KERNEL, name);
+  t->kernel_name = arena_strdup(Art->arena, name);
+  t->nargs = nargs;
+  t->args = arena_memdup(Art->arena, args, sizeof *args * (size_t)nargs);
+  t->written = ARENA_ARRAY(Art->arena, bool, nargs);
+  t->written[nargs - 1] = true;
+  for (int k = 0; k < 3; k++) t->grid[k] = t->block[k] = 1;
+  return t;
+}
+
+static Thunk *memset32(ThunkSeq *s, BufSlice dst, uint32_t v) {
+  Thunk *t = push(s, THUNK_MEMSET32, "memset");
+  t->dst = dst;
+  t->memset_value = v;
+  return t;
+}
+
+static Thunk *copy(ThunkSeq *s, BufSlice src, BufSlice dst) {
+  Thunk *t = push(s, THUNK_COPY, "copy");
+  t->src = src;
+  t->dst = dst;
+  return t;
+}
+
+static Executor *make_executor(void) {
+  Ex = executor_new(Art, Plat, SoBytes, SoLen, SoPath, &D);
+  cr_assert(Ex, "executor_new: %s", D.msg ? D.msg : "?");
+  return Ex;
+}
+
+static Literal *lit(const char *spec, const char *shape) {
+  Shape *s = hlo_parse_shape(Out, shape, &D);
+  cr_assert(s, "%s", D.msg ? D.msg : "?");
+  Literal *l = io_parse_input(Out, spec, s, &D);
+  cr_assert(l, "%s", D.msg ? D.msg : "?");
+  return l;
+}
+
+static Literal *run1(Literal *const *in) {
+  Literal *r = NULL;
+  cr_assert(executor_run(Ex, in, Out, &r, &D), "run: %s", D.msg ? D.msg : "?");
+  return r;
+}
+
+static float f32_at(const Literal *l, int k) {
+  float v;
+  memcpy(&v, l->data + 4 * k, 4);
+  return v;
+}
+
+static int32_t s32_at(const Literal *l, int k) {
+  int32_t v;
+  memcpy(&v, l->data + 4 * k, 4);
+  return v;
+}
+
+/*
+ * Tests
+ */
+Test(runtime, kernel_thunk) {
+  int a = param("f32[4]{0}", 16), b = param("f32[4]{0}", 16);
+  int o = alloc(16, 0);
+  BufSlice args[] = {sl(a, 0, 16), sl(b, 0, 16), sl(o, 0, 16)};
+  kernel(&Art->entry, "add4", 3, args);
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  make_executor();
+  Literal *in[] = {lit("1 2 3 4", "f32[4]"), lit("10 20 30 40.5", "f32[4]")};
+  Literal *r = run1(in);
+  cr_assert_eq(r->shape->et, ET_F32);
+  float want[] = {11, 22, 33, 44.5f};
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), want[k]);
+  /* a second run with other inputs reuses the buffers */
+  Literal *in2[] = {lit("1 1 1 1", "f32[4]"), lit("-1 0 1 2", "f32[4]")};
+  r = run1(in2);
+  float want2[] = {0, 1, 2, 3};
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), want2[k]);
+}
+
+Test(runtime, copy_memset_tuple_result) {
+  int a = param("f32[4]{0}", 16);
+  int o = alloc(32, 0);                   /* both results in one allocation */
+  copy(&Art->entry, sl(a, 0, 16), sl(o, 0, 16));
+  memset32(&Art->entry, sl(o, 16, 16), 0x3fc00000u);   /* 1.5f */
+  output(sl(o, 0, 16), "f32[4]{0}");
+  output(sl(o, 16, 16), "f32[4]{0}");
+  Art->result_shape = "(f32[4]{0}, f32[4]{0})";
+  make_executor();
+  Literal *in[] = {lit("5 6 7 8", "f32[4]")};
+  Literal *r = run1(in);
+  cr_assert_eq(r->shape->et, ET_TUPLE);
+  cr_assert_eq(r->ntuple, 2);
+  for (int k = 0; k < 4; k++) {
+    cr_expect_eq(f32_at(r->tuple[0], k), 5 + k);
+    cr_expect_eq(f32_at(r->tuple[1], k), 1.5f);
+  }
+}
+
+Test(runtime, nested_tuple_result_and_tuple_parameter) {
+  /* parameter (f32[4], s32[]) flattened into two leaves */
+  int a = param("f32[4]{0}", 16), n = param("s32[]", 4);
+  int o = alloc(20, 0);
+  kernel(&Art->entry, "dbl4", 2, (BufSlice[]){sl(a, 0, 16), sl(o, 0, 16)});
+  copy(&Art->entry, sl(n, 0, 4), sl(o, 16, 4));
+  output(sl(o, 16, 4), "s32[]");
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "(s32[], (f32[4]{0}))";
+  make_executor();
+  Literal *in[] = {lit("1 2 3 4", "f32[4]"), lit("-7", "s32[]")};
+  Literal *r = run1(in);
+  cr_assert_eq(r->ntuple, 2);
+  cr_expect_eq(s32_at(r->tuple[0], 0), -7);
+  cr_assert_eq(r->tuple[1]->ntuple, 1);
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r->tuple[1]->tuple[0], k), 2.0f * (k + 1));
+}
+
+Test(runtime, constants) {
+  int a = param("f32[4]{0}", 16);
+  int c = alloc(16, ALLOC_CONSTANT);
+  int o = alloc(16, 0);
+  float cv[] = {0.25f, -1, 100, 3};
+  Art->consts[Art->nconsts++] = (ArtConstant){sl(c, 0, 16), arena_memdup(Art->arena, cv, 16)};
+  kernel(&Art->entry, "add4", 3, (BufSlice[]){sl(a, 0, 16), sl(c, 0, 16), sl(o, 0, 16)});
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  make_executor();
+  Literal *in[] = {lit("1 2 3 4", "f32[4]")};
+  for (int rep = 0; rep < 2; rep++) {
+    Literal *r = run1(in);
+    float want[] = {1.25f, 1, 103, 7};
+    for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), want[k]);
+  }
+}
+
+/* while (counter < n) counter = counter + 1, counter starting at 0. */
+static void build_counter_loop(void) {
+  int n = param("s32[]", 4);
+  int t = alloc(12, ALLOC_TEMP);  /* counter at 0, next at 4, pred at 8 */
+  memset32(&Art->entry, sl(t, 0, 4), 0);
+  Thunk *w = push(&Art->entry, THUNK_WHILE, "while");
+  w->cond = seq(1);
+  w->body = seq(2);
+  w->trip_count = -1;
+  w->cond_result = sl(t, 8, 1);
+  kernel(w->cond, "lt", 3, (BufSlice[]){sl(t, 0, 4), sl(n, 0, 4), sl(t, 8, 1)});
+  kernel(w->body, "inc", 2, (BufSlice[]){sl(t, 0, 4), sl(t, 4, 4)});
+  copy(w->body, sl(t, 4, 4), sl(t, 0, 4));
+  output(sl(t, 0, 4), "s32[]");
+  Art->result_shape = "s32[]";
+}
+
+Test(runtime, while_loop) {
+  build_counter_loop();
+  make_executor();
+  int cases[][2] = {{7, 7}, {0, 0}, {-3, 0}, {1, 1}, {100, 100}};
+  for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
+    char spec[32];
+    snprintf(spec, sizeof spec, "%d", cases[k][0]);
+    Literal *in[] = {lit(spec, "s32[]")};
+    cr_expect_eq(s32_at(run1(in), 0), cases[k][1], "n=%d", cases[k][0]);
+  }
+}
+
+Test(runtime, profile_counts_every_thunk) {
+  build_counter_loop();
+  make_executor();
+  executor_set_profile(Ex, true);
+  Literal *in[] = {lit("3", "s32[]")};
+  run1(in);
+  cr_expect_eq(s32_at(run1(in), 0), 3);
+  const ThunkProfile *p;
+  int n = executor_profile(Ex, &p);
+  /* memset, while, lt (cond), inc, copy (body): pre-order */
+  cr_assert_eq(n, 5);
+  cr_expect_eq(p[0].thunk->kind, THUNK_MEMSET32);
+  cr_expect_eq(p[1].thunk->kind, THUNK_WHILE);
+  cr_expect_eq(p[2].depth, 1);
+  cr_expect_str_eq(p[2].thunk->kernel_name, "lt");
+  cr_expect_str_eq(p[3].thunk->kernel_name, "inc");
+  cr_expect_eq(p[4].thunk->kind, THUNK_COPY);
+  for (int k = 0; k < n; k++) {
+    cr_expect_eq(p[k].nsamples, 2);
+    for (int s = 0; s < p[k].nsamples; s++) cr_expect_geq(p[k].ms[s], 0);
+  }
+  /* the loop takes at least as long as what ran inside it */
+  for (int s = 0; s < 2; s++)
+    cr_expect_geq(p[1].ms[s], p[2].ms[s] + p[3].ms[s] + p[4].ms[s] - 1e-9);
+}
+
+Test(runtime, conditional_pred) {
+  int p = param("pred[]", 1);
+  int o = alloc(4, 0);
+  Thunk *c = push(&Art->entry, THUNK_CONDITIONAL, "conditional");
+  c->branch_index = sl(p, 0, 1);
+  c->index_is_pred = true;
+  c->nbranches = 2;
+  c->branches = ARENA_ARRAY(Art->arena, ThunkSeq, 2);
+  c->branches[0].thunks = ARENA_ARRAY(Art->arena, Thunk, 1);
+  c->branches[1].thunks = ARENA_ARRAY(Art->arena, Thunk, 1);
+  memset32(&c->branches[0], sl(o, 0, 4), 111);
+  memset32(&c->branches[1], sl(o, 0, 4), 222);
+  output(sl(o, 0, 4), "s32[]");
+  Art->result_shape = "s32[]";
+  make_executor();
+  Literal *t[] = {lit("true", "pred[]")}, *f[] = {lit("false", "pred[]")};
+  cr_expect_eq(s32_at(run1(t), 0), 111, "true runs branches[0]");
+  cr_expect_eq(s32_at(run1(f), 0), 222, "false runs branches[1]");
+}
+
+Test(runtime, conditional_index) {
+  int p = param("s32[]", 4);
+  int o = alloc(4, 0);
+  Thunk *c = push(&Art->entry, THUNK_CONDITIONAL, "conditional");
+  c->branch_index = sl(p, 0, 4);
+  c->nbranches = 3;
+  c->branches = ARENA_ARRAY(Art->arena, ThunkSeq, 3);
+  for (int b = 0; b < 3; b++) {
+    c->branches[b].thunks = ARENA_ARRAY(Art->arena, Thunk, 1);
+    memset32(&c->branches[b], sl(o, 0, 4), (uint32_t)(10 * (b + 1)));
+  }
+  output(sl(o, 0, 4), "s32[]");
+  Art->result_shape = "s32[]";
+  make_executor();
+  int cases[][2] = {{0, 10}, {1, 20}, {2, 30}, {3, 30}, {-1, 30}, {1000, 30}};
+  for (size_t k = 0; k < ARRAY_LEN(cases); k++) {
+    char spec[32];
+    snprintf(spec, sizeof spec, "%d", cases[k][0]);
+    Literal *in[] = {lit(spec, "s32[]")};
+    cr_expect_eq(s32_at(run1(in), 0), cases[k][1], "index %d", cases[k][0]);
+  }
+}
+
+Test(runtime, parameter_layout) {
+  /* a column-major parameter copied byte for byte into a row-major result
+   * of the transposed shape: the result is the transpose */
+  int a = param("f32[2,3]{0,1}", 24);
+  int o = alloc(24, 0);
+  kernel(&Art->entry, "copy24", 2, (BufSlice[]){sl(a, 0, 24), sl(o, 0, 24)});
+  output(sl(o, 0, 24), "f32[3,2]{1,0}");
+  Art->result_shape = "f32[3,2]{1,0}";
+  make_executor();
+  Literal *in[] = {lit("[[1 2 3][4 5 6]]", "f32[2,3]")};
+  Literal *r = run1(in);
+  cr_assert_eq(r->shape->rank, 2);
+  cr_expect_eq(r->shape->dims[0], 3);
+  float want[] = {1, 4, 2, 5, 3, 6};
+  for (int k = 0; k < 6; k++) cr_expect_eq(f32_at(r, k), want[k]);
+}
+
+Test(runtime, result_layout) {
+  /* row-major bytes 1..6 read as a column-major f32[2,3]:
+   * element (i,j) is physical i + 2j */
+  int a = param("f32[2,3]{1,0}", 24);
+  int o = alloc(24, 0);
+  kernel(&Art->entry, "copy24", 2, (BufSlice[]){sl(a, 0, 24), sl(o, 0, 24)});
+  output(sl(o, 0, 24), "f32[2,3]{0,1}");
+  Art->result_shape = "f32[2,3]{0,1}";
+  make_executor();
+  Literal *in[] = {lit("1 2 3 4 5 6", "f32[2,3]")};
+  Literal *r = run1(in);
+  float want[] = {1, 3, 5, 2, 4, 6};
+  for (int k = 0; k < 6; k++) cr_expect_eq(f32_at(r, k), want[k]);
+}
+
+Test(runtime, layout_permutation_rank3) {
+  Shape *s = hlo_parse_shape(Out, "s32[2,2,2]{0,1,2}", &D);
+  cr_assert(s);
+  int32_t rm[8], ph[8], back[8];
+  for (int k = 0; k < 8; k++) rm[k] = k;   /* v[i][j][k] = 4i + 2j + k */
+  layout_to_physical(s, (uint8_t *)rm, (uint8_t *)ph);
+  /* physical position i + 2j + 4k holds 4i + 2j + k */
+  int32_t want[] = {0, 4, 2, 6, 1, 5, 3, 7};
+  for (int k = 0; k < 8; k++) cr_expect_eq(ph[k], want[k], "position %d", k);
+  layout_from_physical(s, (uint8_t *)ph, (uint8_t *)back);
+  for (int k = 0; k < 8; k++) cr_expect_eq(back[k], k);
+  /* {1,0,2}: dim 1 fastest, then 0, then 2: position j + 2i + 4k */
+  s = hlo_parse_shape(Out, "s32[2,2,2]{1,0,2}", &D);
+  layout_to_physical(s, (uint8_t *)rm, (uint8_t *)ph);
+  int32_t want2[] = {0, 2, 4, 6, 1, 3, 5, 7};
+  for (int k = 0; k < 8; k++) cr_expect_eq(ph[k], want2[k], "position %d", k);
+}
+
+Test(runtime, refuses_wrong_inputs) {
+  int a = param("f32[4]{0}", 16), b = param("f32[4]{0}", 16);
+  int o = alloc(16, 0);
+  kernel(&Art->entry, "add4", 3, (BufSlice[]){sl(a, 0, 16), sl(b, 0, 16), sl(o, 0, 16)});
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  make_executor();
+  Literal *r = NULL;
+  Literal *wrong_type[] = {lit("1 2 3 4", "f32[4]"), lit("1 2 3 4", "s32[4]")};
+  cr_assert(!executor_run(Ex, wrong_type, Out, &r, &D));
+  cr_expect(strstr(D.msg, "input 1 is s32[4], expected f32[4]"), "%s", D.msg);
+  diag_clear(&D);
+  Literal *wrong_dims[] = {lit("1 2 3", "f32[3]"), lit("1 2 3 4", "f32[4]")};
+  cr_assert(!executor_run(Ex, wrong_dims, Out, &r, &D));
+  cr_expect(strstr(D.msg, "input 0 is f32[3], expected f32[4]"), "%s", D.msg);
+  diag_clear(&D);
+  Literal *missing[] = {lit("1 2 3 4", "f32[4]"), NULL};
+  cr_assert(!executor_run(Ex, missing, Out, &r, &D));
+  cr_expect(strstr(D.msg, "input 1 is missing"), "%s", D.msg);
+}
+
+Test(runtime, refuses_missing_kernel) {
+  int a = param("f32[4]{0}", 16);
+  int o = alloc(16, 0);
+  kernel(&Art->entry, "no_such_kernel", 2, (BufSlice[]){sl(a, 0, 16), sl(o, 0, 16)});
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  cr_assert_null(executor_new(Art, Plat, SoBytes, SoLen, SoPath, &D));
+  cr_expect(strstr(D.msg, "has no kernel 'no_such_kernel'"), "%s", D.msg);
+}
+
+Test(runtime, refuses_bad_kernel_file) {
+  char bad[160];
+  snprintf(bad, sizeof bad, "%s/bad.host.so", Dir);
+  FILE *f = fopen(bad, "w");
+  cr_assert(f);
+  fputs("not an ELF file\n", f);
+  fclose(f);
+  int a = param("f32[4]{0}", 16);
+  output(sl(a, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  cr_assert_null(executor_new(Art, Plat, (const uint8_t *)"x", 1, bad, &D));
+  cr_expect(strstr(D.msg, "cannot load the host kernels"), "%s", D.msg);
+}
+
+Test(runtime, refuses_slice_outside_allocation) {
+  int a = param("f32[4]{0}", 16);
+  int o = alloc(16, 0);
+  /* 16 bytes at offset 8 of a 16-byte allocation */
+  kernel(&Art->entry, "dbl4", 2, (BufSlice[]){sl(a, 0, 16), sl(o, 8, 16)});
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  cr_assert_null(executor_new(Art, Plat, SoBytes, SoLen, SoPath, &D));
+  cr_expect(strstr(D.msg, "outside the allocation table"), "%s", D.msg);
+  diag_clear(&D);
+  Art->entry.thunks[0].args[1] = sl(7, 0, 16);   /* no allocation 7 */
+  cr_assert_null(executor_new(Art, Plat, SoBytes, SoLen, SoPath, &D));
+  cr_expect(strstr(D.msg, "outside the allocation table"), "%s", D.msg);
+}
+
+Test(runtime, refuses_tiled_layout) {
+  int a = param("f32[4]{0:T(2)}", 16);
+  output(sl(a, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  cr_assert_null(executor_new(Art, Plat, NULL, 0, NULL, &D));
+  cr_expect(strstr(D.msg, "plain minor_to_major layouts only"), "%s", D.msg);
+}
+
+Test(runtime, no_kernels_needs_no_kernel_file) {
+  /* the result aliases the parameter: nothing runs at all */
+  int a = param("s32[3]{0}", 12);
+  output(sl(a, 0, 12), "s32[3]{0}");
+  Art->result_shape = "s32[3]{0}";
+  Ex = executor_new(Art, Plat, NULL, 0, NULL, &D);
+  cr_assert(Ex, "%s", D.msg ? D.msg : "?");
+  Literal *in[] = {lit("4 -5 6", "s32[3]")};
+  Literal *r = run1(in);
+  cr_expect_eq(s32_at(r, 0), 4);
+  cr_expect_eq(s32_at(r, 1), -5);
+  cr_expect_eq(s32_at(r, 2), 6);
+}
