@@ -130,9 +130,9 @@ run --stage=parsed -o "$t/o.hlo" "$mlp"
 expect "-o" 0
 expect_quiet_stdout "-o"
 same "-o FILE" "$t/mlp.out" "$t/o.hlo"
-mode=$(umask 022 && "$xhloc" -o "$t/mode.hlo" "$mlp" && stat -c %a "$t/mode.hlo")
+mode=$(umask 022 && "$xhloc" --stage=parsed -o "$t/mode.hlo" "$mlp" && stat -c %a "$t/mode.hlo")
 [ "$mode" = 644 ] && ok || bad "-o made a file with mode '$mode', want 644 under umask 022"
-run --output="$t/o2.hlo" "$mlp"
+run --stage=parsed --output="$t/o2.hlo" "$mlp"
 expect "--output=" 0
 same "--output=FILE" "$t/mlp.out" "$t/o2.hlo"
 run -o - "$mlp"
@@ -141,15 +141,15 @@ same "-o - is stdout" "$t/mlp.out" "$t/out"
 
 # An error leaves no output file, no temporary, and an old file untouched.
 mkdir "$t/odir"
-run -o "$t/odir/x.hlo" "$mlp" "$t/broken.hlo"
+run --stage=parsed -o "$t/odir/x.hlo" "$mlp" "$t/broken.hlo"
 expect "-o with an error" 1
 [ -z "$(ls -A "$t/odir")" ] && ok || bad "-o with an error left: $(ls -A "$t/odir")"
 echo old >"$t/odir/keep.hlo"
-run -o "$t/odir/keep.hlo" "$t/broken.hlo"
+run --stage=parsed -o "$t/odir/keep.hlo" "$t/broken.hlo"
 expect "-o over a file, with an error" 1
 [ "$(cat "$t/odir/keep.hlo")" = old ] && ok || bad "-o with an error changed the old file"
 [ "$(ls -A "$t/odir")" = keep.hlo ] && ok || bad "-o with an error left: $(ls -A "$t/odir")"
-run -o "$t/no/such/dir/x.hlo" "$mlp"
+run --stage=parsed -o "$t/no/such/dir/x.hlo" "$mlp"
 expect "-o into a missing directory" 1 "error: cannot write '$t/no/such/dir/x.hlo'"
 expect_quiet_stdout "-o into a missing directory"
 
@@ -169,6 +169,86 @@ same "two modules in one file" "$t/two.out" "$t/out"
 run "$t/two.out"
 expect "multi-module output re-parses" 0
 same "multi-module output re-parses" "$t/two.out" "$t/out"
+
+# ---- back-end stages, options and the artifact ----------------------------
+e2e=testdata/e2e/elementwise_chain.hlo
+for s in buffer-assignment thunks llvm-before-optimizations llvm llvm-after-optimizations ptx artifact; do
+  grep -qx -- "$s" <("$xhloc" --list-stages) && ok || bad "--list-stages lacks $s"
+done
+for o in --target --arch --libdevice; do
+  "$xhloc" --help | grep -qe "$o" && ok || bad "--help does not mention $o"
+done
+run --target=tpu "$e2e"
+expect "unknown target" 2 "unknown target 'tpu' (supported targets: gpu, host)"
+run --arch=gfx90a "$e2e"
+expect "bad arch" 2 "bad --arch 'gfx90a'"
+run --stage=artifact "$e2e"
+expect "artifact without -o" 2 "--stage=artifact needs -o PREFIX"
+run --stage=ptx --target=host "$e2e"
+expect "ptx for the host" 2 "--stage=ptx needs --target=gpu"
+run -o "$t/two" "$e2e" "$e2e"
+expect "artifact of two files" 2 "writes the artifact of one module"
+run -o "$t/both" "$t/both.hlo"
+expect "artifact of a two-module file" 2 "holds 2"
+[ -z "$(ls "$t"/both.* 2>/dev/null | grep -v 'both.hlo')" ] && ok || bad "two-module artifact left files"
+
+run --stage=buffer-assignment --target=host "$e2e"
+expect "stage buffer-assignment" 0
+grep -q '^allocation 0: size ' "$t/out" && ok || bad "buffer-assignment: no 'allocation 0: size' line"
+run --stage=thunks --target=host "$e2e"
+expect "stage thunks" 0
+grep -q '^000: kKernel' "$t/out" && ok || bad "thunks: no '000: kKernel' line"
+run --stage=llvm-before-optimizations --target=host "$e2e"
+expect "stage llvm-before-optimizations" 0
+grep -q '^define ' "$t/out" && ok || bad "llvm-before-optimizations: no define"
+run --stage=llvm --target=host "$e2e"
+expect "stage llvm" 0
+grep -q '^define ' "$t/out" && ok || bad "llvm: no define"
+run --stage=ptx "$e2e"
+expect "stage ptx" 0
+grep -q '^\.target sm_90' "$t/out" && ok || bad "ptx: no '.target sm_90'"
+run --stage=ptx --arch=sm_80 "$e2e"
+expect "stage ptx --arch=sm_80" 0
+grep -q '^\.target sm_80' "$t/out" && ok || bad "ptx --arch=sm_80: no '.target sm_80'"
+
+# The artifact: -o PREFIX without --stage; the files only, nothing else.
+mkdir "$t/art"
+run -o "$t/art/m" "$e2e"
+expect "artifact (gpu)" 0
+expect_quiet_stdout "artifact (gpu)"
+[ "$(cd "$t/art" && ls -A | tr '\n' ' ')" = "m.ptx m.thunks " ] && ok || bad "artifact (gpu) wrote: $(ls -A "$t/art")"
+head -c 11 "$t/art/m.thunks" | grep -q XHLO-THUNKS && ok || bad "m.thunks does not start with the magic"
+run --target=host -o "$t/art/h" "$e2e"
+expect "artifact (host)" 0
+[ -f "$t/art/h.host.so" ] && [ -f "$t/art/h.thunks" ] && ok || bad "artifact (host): files missing: $(ls -A "$t/art")"
+# Determinism: the same input and flags give the same bytes.
+mkdir "$t/art2"
+run --stage=artifact -o "$t/art2/m" "$e2e"
+expect "artifact again" 0
+same "artifact .thunks is deterministic" "$t/art/m.thunks" "$t/art2/m.thunks"
+same "artifact .ptx is deterministic" "$t/art/m.ptx" "$t/art2/m.ptx"
+"$xhloc" --stage=thunks --target=host "$e2e" >"$t/th1" && "$xhloc" --stage=thunks --target=host "$e2e" >"$t/th2"
+same "thunks are deterministic" "$t/th1" "$t/th2"
+
+# An op the back end cannot compile: file:line:col, exit 1, no files left.
+printf 'HloModule cc\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  ROOT c = f32[4]{0} custom-call(p), custom_call_target="foo"\n}\n' >"$t/cc.hlo"
+mkdir "$t/bad"
+run -o "$t/bad/x" "$t/cc.hlo"
+expect "unsupported op" 1 "$t/cc.hlo:5:"
+grep -q 'custom-call' "$t/err" && ok || bad "unsupported op: the message does not name custom-call"
+[ -z "$(ls -A "$t/bad")" ] && ok || bad "unsupported op left: $(ls -A "$t/bad")"
+
+# --dump-to: the back end's files, with XLA's names.
+run --target=host --dump-to="$t/dump" -o "$t/art/d" "$e2e"
+expect "--dump-to with the artifact" 0
+for f in cpu_after_optimizations.txt cpu_after_optimizations-buffer-assignment.txt thunk_sequence.txt ir-no-opt.ll ir-with-opt.ll; do
+  ls "$t/dump"/module_0000.jit_f.$f >/dev/null 2>&1 && ok || bad "--dump-to (host) lacks module_0000.jit_f.$f"
+done
+run --dump-to="$t/dump2" --stage=ptx "$e2e"
+expect "--dump-to with ptx" 0
+for f in sm_9.0_gpu_after_optimizations.txt sm_9.0_gpu_after_optimizations-buffer-assignment.txt thunk_sequence.txt ir-no-opt.ll ir-with-opt.ll ptx; do
+  ls "$t/dump2"/module_0000.jit_f.$f >/dev/null 2>&1 && ok || bad "--dump-to (gpu) lacks module_0000.jit_f.$f"
+done
 
 # ---- warnings ---------------------------------------------------------------
 # An unknown attribute is a warning on stderr; it does not change the exit

@@ -9,28 +9,21 @@
  * outputs are joined with "// -----" lines so that they parse again.  The
  * output is built in memory and written only when every module succeeded.
  *
+ * The artifact (stage "artifact", the default with -o PREFIX): one module
+ * compiled to PREFIX.thunks and PREFIX.ptx / PREFIX.host.so (backend.c,
+ * artifact_files.c).
+ *
  * Exit status: 0 success, 1 an error in the input (reported as
  * file:line:col: error: ..., the line and a caret), 2 a usage error.
  */
 #include "../../lib/analysis/indexing.h"
-#include "../../lib/hlo/hlo.h"
-#include "../../passes/passes.h"
 #include "xhloc.h"
 
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-/*
- * Stages, in pipeline order.  --stage=NAME stops after that stage and prints
- * its result.
- */
-typedef enum StageId {
-  STAGE_PARSED, /* parse + verify, print the modules as read */
-  STAGE_INDEXING, /* parse + verify, print every instruction's indexing maps */
-  STAGE_HLO,    /* + the HLO pass pipeline (passes/pipeline.c) */
-} StageId;
-
+/* Stages, in pipeline order (StageId in xhloc.h). */
 static const struct {
   StageId id;
   const char *name;
@@ -40,12 +33,25 @@ static const struct {
     {STAGE_INDEXING, "indexing",
      "indexing maps of every instruction (seed 000); no pass runs"},
     {STAGE_HLO, "hlo", "after the HLO optimization pipeline (or --run-passes)"},
+    {STAGE_BUFFERS, "buffer-assignment",
+     "the buffer assignment (allocations and the values in them)"},
+    {STAGE_THUNKS, "thunks", "the thunk sequence (XLA's thunk_sequence.txt)"},
+    {STAGE_LLVM_NO_OPT, "llvm-before-optimizations",
+     "the kernels' LLVM IR before LLVM optimization"},
+    {STAGE_LLVM, "llvm", "the kernels' LLVM IR after optimization"},
+    {STAGE_LLVM, "llvm-after-optimizations", "the same as llvm"},
+    {STAGE_PTX, "ptx", "the PTX of the kernels (--target=gpu)"},
+    {STAGE_ARTIFACT, "artifact",
+     "write PREFIX.thunks and PREFIX.ptx (PREFIX.host.so with\n"
+     "                        --target=host); needs -o PREFIX, one module"},
 };
 
 #define DEFAULT_STAGE "parsed"
 
 static const char *opt_output;     /* -o FILE; NULL: stdout */
 static StageId opt_stage = STAGE_PARSED;
+static bool opt_stage_given;        /* --stage was given */
+static BackendOptions opt_backend = {.arch = "sm_90"}; /* --target, --arch, ... */
 static bool opt_no_warnings;       /* -w */
 static bool opt_input_to_output;   /* --input-to-output (stage indexing) */
 static PipelineOptions opt_pipeline; /* pass selection, dumps, timing */
@@ -62,9 +68,19 @@ static const char usage_text[] =
     "\n"
     "options:\n"
     "  -o, --output=FILE     write the output to FILE instead of stdout; FILE\n"
-    "                        is replaced only when every input succeeded\n"
+    "                        is replaced only when every input succeeded.\n"
+    "                        Without --stage, -o PREFIX compiles the one module\n"
+    "                        of the one FILE into the artifact: PREFIX.thunks\n"
+    "                        and PREFIX.ptx (or PREFIX.host.so), written only\n"
+    "                        when everything succeeded\n"
     "      --stage=STAGE     stop after STAGE and print its result (default: "
-    DEFAULT_STAGE ")\n"
+    DEFAULT_STAGE ",\n"
+    "                        or artifact with -o PREFIX)\n"
+    "      --target=TARGET   gpu (PTX kernels for CUDA, the default) or host\n"
+    "                        (the same kernels as loop nests, a shared object)\n"
+    "      --arch=SM         the GPU architecture of the PTX (default sm_90)\n"
+    "      --libdevice=PATH  CUDA's libdevice bitcode (default\n"
+    "                        $CUDA_HOME/nvvm/libdevice/libdevice.10.bc)\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
     "                        always split on '// -----' lines\n"
@@ -77,7 +93,11 @@ static const char usage_text[] =
     "      --verify-each     run the verifier after every pass that changed\n"
     "                        the module\n"
     "      --force-passes    run the passes even on is_scheduled=true input\n"
-    "      --dump-to=DIR     write HLO dumps (module_NNNN.*.txt) to DIR\n"
+    "      --dump-to=DIR     write dumps with XLA's names to DIR: the HLO\n"
+    "                        (module_NNNN.*.txt) and, for the stages reached,\n"
+    "                        *.sm_9.0_gpu_after_optimizations.txt, ...\n"
+    "                        -buffer-assignment.txt, *.thunk_sequence.txt,\n"
+    "                        *.ir-no-opt.ll, *.ir-with-opt.ll, *.ptx\n"
     "      --dump-pass-re=REGEX  also dump between passes matching REGEX;\n"
     "                        with '.*' only after passes that changed it\n"
     "      --time-passes     print the time spent in each pass to stderr\n"
@@ -90,6 +110,11 @@ static const char usage_text[] =
     "stages:\n";
 
 static const char usage_tail[] =
+    "\n"
+    "Stages after hlo run the backend preparation (layout-assignment,\n"
+    "fusion-wrapper, copy-insertion) when the pipeline was skipped or replaced\n"
+    "(is_scheduled=true input, --run-passes).  An op a stage cannot compile\n"
+    "yet is an error naming the op and its position.\n"
     "\n"
     "exit status: 0 success, 1 error in the input, 2 usage error\n";
 
@@ -114,6 +139,7 @@ static void set_stage(const char *name) {
   for (size_t i = 0; i < ARRAY_LEN(stages); i++) {
     if (strcmp(stages[i].name, name) == 0) {
       opt_stage = stages[i].id;
+      opt_stage_given = true;
       return;
     }
   }
@@ -139,6 +165,9 @@ enum {
   OPT_DUMP_PASS_RE,
   OPT_TIME_PASSES,
   OPT_INPUT_TO_OUTPUT,
+  OPT_TARGET,
+  OPT_ARCH,
+  OPT_LIBDEVICE,
 };
 
 static const struct option long_options[] = {
@@ -159,6 +188,9 @@ static const struct option long_options[] = {
     {"dump-pass-re", required_argument, NULL, OPT_DUMP_PASS_RE},
     {"time-passes", no_argument, NULL, OPT_TIME_PASSES},
     {"input-to-output", no_argument, NULL, OPT_INPUT_TO_OUTPUT},
+    {"target", required_argument, NULL, OPT_TARGET},
+    {"arch", required_argument, NULL, OPT_ARCH},
+    {"libdevice", required_argument, NULL, OPT_LIBDEVICE},
     {NULL, 0, NULL, 0},
 };
 
@@ -173,6 +205,26 @@ NORETURN static void unknown_option(const char *arg) {
         strncmp(o->name, arg + 2, n) == 0)
       usage_error("option '--%s' takes no argument", o->name);
   usage_error("unknown option '%s'", arg);
+}
+
+/* --target: gpu (also cuda) or host (also cpu), as hlo-opt canonicalizes
+ * platform names. */
+static void set_target(const char *name) {
+  if (strcmp(name, "gpu") == 0 || strcmp(name, "cuda") == 0)
+    opt_backend.host = false;
+  else if (strcmp(name, "host") == 0 || strcmp(name, "cpu") == 0)
+    opt_backend.host = true;
+  else
+    usage_error("unknown target '%s' (supported targets: gpu, host)", name);
+}
+
+/* --arch: sm_NN or sm_NNa, NN at least two digits. */
+static void set_arch(const char *arch) {
+  size_t n = strncmp(arch, "sm_", 3) == 0 ? strspn(arch + 3, "0123456789") : 0;
+  const char *rest = arch + 3 + n;
+  if (n < 2 || !(rest[0] == '\0' || (rest[0] == 'a' && rest[1] == '\0')))
+    usage_error("bad --arch '%s' (want sm_NN, e.g. sm_90)", arch);
+  opt_backend.arch = arch;
 }
 
 /* Parses the options; returns the index of the first FILE in argv. */
@@ -201,6 +253,9 @@ static int parse_options(int argc, char **argv) {
     case OPT_DUMP_PASS_RE: opt_pipeline.dump_pass_re = optarg; break;
     case OPT_TIME_PASSES: opt_pipeline.time_passes = true; break;
     case OPT_INPUT_TO_OUTPUT: opt_input_to_output = true; break;
+    case OPT_TARGET: set_target(optarg); break;
+    case OPT_ARCH: set_arch(optarg); break;
+    case OPT_LIBDEVICE: opt_backend.libdevice = optarg; break;
     case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);
     case '?':
     default:
@@ -214,7 +269,39 @@ static int parse_options(int argc, char **argv) {
     usage_error("--input-to-output needs --stage=indexing");
   if (optind >= argc)
     usage_error("no input files");
+  /* -o PREFIX without --stage is the artifact (xla_compile's output_file);
+   * -o - stays the printed module. */
+  bool to_file = opt_output && strcmp(opt_output, "-") != 0;
+  if (!opt_stage_given && to_file)
+    opt_stage = STAGE_ARTIFACT;
+  if (opt_stage == STAGE_ARTIFACT) {
+    if (!to_file)
+      usage_error("--stage=artifact needs -o PREFIX");
+    if (argc - optind > 1)
+      usage_error("-o PREFIX writes the artifact of one module; %d input "
+                  "files given (use --stage=... to print them instead)",
+                  argc - optind);
+    opt_backend.prefix = opt_output;
+  }
+  if (opt_backend.host && opt_stage == STAGE_PTX)
+    usage_error("--stage=ptx needs --target=gpu");
   return optind;
+}
+
+/*
+ * Before buffer assignment: the passes compilation needs when the pipeline
+ * did not run them (is_scheduled input, --run-passes).  Each is idempotent.
+ */
+static bool prepare_backend(HloModule *m, Diag *d) {
+  bool skipped = m->is_scheduled && !opt_pipeline.force;
+  if (!skipped && !opt_pipeline.run_passes)
+    return true;
+  const Pipeline *const *pipes;
+  int np = pipeline_backend_required(&pipes);
+  PipelineOptions o = opt_pipeline;
+  o.run_passes = NULL;
+  o.force = true;
+  return pipeline_run_list(m, np, pipes, &o, d) && hlo_verify(m, d);
 }
 
 /*
@@ -235,13 +322,45 @@ static bool compile_file(const char *path, Output *out, bool *wrote, Diag *d) {
   bool ok = n > 0;
   for (int i = 0; ok && i < n; i++)
     ok = hlo_verify(mods[i], d);
+  if (ok && opt_stage == STAGE_ARTIFACT && n > 1)
+    usage_error("-o PREFIX writes the artifact of one module; %s holds %d "
+                "(split it, or use --stage=... to print them)",
+                path, n);
   for (int i = 0; ok && i < n; i++) {
+    char *original = NULL;
+    if (opt_stage >= STAGE_BUFFERS) {
+      StrBuf b;
+      sb_init(&b);
+      hlo_print_module(&b, mods[i], &print_options_default);
+      original = sb_detach(&b);
+    }
     if (opt_stage >= STAGE_HLO) {
       opt_pipeline.module_id = next_module_id++;
       ok = pipeline_run(mods[i], &opt_pipeline, d) && hlo_verify(mods[i], d);
-      if (!ok)
-        break;
     }
+    if (ok && opt_stage >= STAGE_BUFFERS)
+      ok = prepare_backend(mods[i], d);
+    if (ok && opt_stage >= STAGE_BUFFERS) {
+      StrBuf text;
+      sb_init(&text);
+      opt_backend.module_id = opt_pipeline.module_id;
+      opt_backend.dump_to = opt_pipeline.dump_to;
+      ok = backend_run(mods[i], opt_stage, &opt_backend, original, &text, d);
+      if (ok && opt_stage != STAGE_ARTIFACT) {
+        if (*wrote) {
+          fputs(module_separator, out->f);
+          fputc('\n', out->f);
+        }
+        fwrite(text.s ? text.s : "", 1, text.len, out->f);
+        if (text.len && text.s[text.len - 1] != '\n')
+          fputc('\n', out->f);
+        *wrote = true;
+      }
+      sb_free(&text);
+    }
+    free(original);
+    if (!ok)
+      break;
     switch (opt_stage) {
     case STAGE_PARSED:
     case STAGE_INDEXING:
@@ -266,6 +385,8 @@ static bool compile_file(const char *path, Output *out, bool *wrote, Diag *d) {
       }
       *wrote = true;
       break;
+    default: /* the back-end stages, above */
+      break;
     }
   }
   /* Report while the source is alive: the error's location points into it. */
@@ -282,18 +403,20 @@ int main(int argc, char **argv) {
   int first = parse_options(argc, argv);
   Diag d = {0};
   d.warn_out = opt_no_warnings ? NULL : stderr;
-  Output out;
-  bool ok = output_open(&out, opt_output, &d);
+  /* The artifact writes its own files; the text stages go to Output. */
+  bool artifact = opt_stage == STAGE_ARTIFACT;
+  Output out = {0};
+  bool ok = artifact || output_open(&out, opt_output, &d);
   if (!ok)
     diag_print(&d, stderr);
   bool wrote = false;
   for (int i = first; ok && i < argc; i++)
     ok = compile_file(argv[i], &out, &wrote, &d);
-  if (ok && !output_commit(&out, &d)) {
+  if (ok && !artifact && !output_commit(&out, &d)) {
     diag_print(&d, stderr);
     ok = false;
   }
-  if (!ok)
+  if (!ok && !artifact)
     output_abort(&out);
   diag_clear(&d);
   return ok ? 0 : 1;

@@ -26,6 +26,21 @@ bool output_open(Output *o, const char *path, Diag *d) {
                         strerror(errno));
     return true;
   }
+  o->tmp_path = output_temp_beside(path, 0666, d);
+  if (!o->tmp_path)
+    return false;
+  if (!(o->f = fopen(o->tmp_path, "w"))) {
+    int err = errno;
+    unlink(o->tmp_path);
+    free(o->tmp_path);
+    o->tmp_path = NULL;
+    return diag_error(d, none, "cannot write '%s': %s", path, strerror(err));
+  }
+  return true;
+}
+
+char *output_temp_beside(const char *path, unsigned mode, Diag *d) {
+  Loc none = {0};
   /* "dir/name" -> "dir/.name.XXXXXX": same directory, so rename is atomic. */
   const char *slash = strrchr(path, '/');
   size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
@@ -37,20 +52,21 @@ bool output_open(Output *o, const char *path, Diag *d) {
   if (fd < 0) {
     diag_error(d, none, "cannot write '%s': %s", path, strerror(errno));
     sb_free(&tmp);
-    return false;
+    return NULL;
   }
   /* mkstemp makes the file 0600; give it the mode a plain open would. */
   mode_t mask = umask(0);
   umask(mask);
-  if (fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "w"))) {
+  if (fchmod(fd, (mode_t)mode & ~mask) != 0) {
     int err = errno;
     close(fd);
     unlink(tmp.s);
     sb_free(&tmp);
-    return diag_error(d, none, "cannot write '%s': %s", path, strerror(err));
+    diag_error(d, none, "cannot write '%s': %s", path, strerror(err));
+    return NULL;
   }
-  o->tmp_path = sb_detach(&tmp);
-  return true;
+  close(fd);
+  return sb_detach(&tmp);
 }
 
 void output_abort(Output *o) {

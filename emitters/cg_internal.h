@@ -1,0 +1,225 @@
+/*
+ * cg_internal.h - the internal API of the LLVM-C code generator, shared by
+ * the kernel emitters (loop_kernel.c, reduction_kernel.c, dot_kernel.c) and
+ * codegen.c: the Codegen state, kernel entry helpers for both targets, GPU
+ * thread-index intrinsics, element loads and stores through layouts, loops,
+ * math calls, and the elemental emitter.
+ *
+ * Conventions:
+ * - Indices are i64 LLVM values.  A multi-index has one entry per logical
+ *   dimension of the shape (dimension order, not layout order).
+ * - A value in a register has the element type's register type
+ *   (cg_reg_type): pred is i1, integers iN (signedness comes from the
+ *   ElemType), f16 half, bf16 bfloat, f32 float, f64 double.  In memory pred
+ *   is one byte 0/1 (cg_mem_type i8); loads and stores convert.
+ * - Array pointers are in the global address space (CG_AS_GLOBAL: 1 on
+ *   NVPTX, 0 on the host); cg_ptr_type gives that pointer type.
+ * - Every function that can fail returns NULL / false with an error in d at
+ *   the offending instruction's location, naming the op.
+ */
+#ifndef XHLOC_CG_INTERNAL_H
+#define XHLOC_CG_INTERNAL_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "../lib/analysis/indexing.h"
+#include "codegen.h"
+
+struct Codegen {
+  CodegenOptions opts;
+  char *arch;                     /* "sm_90"; host: the host cpu name */
+  char *libdevice_path;           /* NVPTX */
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTargetMachineRef tm;
+  bool is_gpu;
+  bool optimized;                 /* passes have run (module is final) */
+  int nglobals;                   /* counter for unique global names */
+  AffCtx *aff;                    /* indexing maps of this module's kernels */
+};
+
+/* Address spaces on NVPTX (0 on the host for all of them). */
+enum { CG_AS_GENERIC = 0, CG_AS_GLOBAL = 1, CG_AS_SHARED = 3, CG_AS_CONST = 4 };
+
+/*
+ * llvm_util.c: types, constants, small IR helpers
+ */
+bool cg_et_supported(ElemType et);       /* pred, ints s8..u64, f16 bf16 f32 f64 */
+LLVMTypeRef cg_reg_type(Codegen *cg, ElemType et);
+LLVMTypeRef cg_mem_type(Codegen *cg, ElemType et);
+LLVMTypeRef cg_ptr_type(Codegen *cg);    /* pointer in CG_AS_GLOBAL */
+LLVMTypeRef cg_i64(Codegen *cg);
+LLVMTypeRef cg_i32(Codegen *cg);
+LLVMValueRef cg_const_i64(Codegen *cg, int64_t v);
+LLVMValueRef cg_const_i32(Codegen *cg, int32_t v);
+/* Element k (row-major) of a literal as a register-typed constant. */
+LLVMValueRef cg_const_literal_elem(Codegen *cg, const Literal *l, int64_t k);
+/* A register-typed constant of et from a double (floats) / int64 (ints, pred). */
+LLVMValueRef cg_const_f(Codegen *cg, ElemType et, double v);
+LLVMValueRef cg_const_int(Codegen *cg, ElemType et, int64_t v);
+
+/* Physical linear index of a multi-index of s (through minor_to_major). */
+LLVMValueRef cg_linear_index(Codegen *cg, const Shape *s,
+                             LLVMValueRef const *idx);
+/* The multi-index (s->rank values) of a physical linear index. */
+void cg_delinearize(Codegen *cg, const Shape *s, LLVMValueRef linear,
+                    LLVMValueRef *idx);
+/* Pointer to the element at physical linear index `linear` of an array of
+ * s->et based at `base`. */
+LLVMValueRef cg_elem_ptr(Codegen *cg, LLVMValueRef base, ElemType et,
+                         LLVMValueRef linear);
+/* Load / store one element (register-typed value) at a multi-index. */
+LLVMValueRef cg_load_elem(Codegen *cg, LLVMValueRef base, const Shape *s,
+                          LLVMValueRef const *idx);
+void cg_store_elem(Codegen *cg, LLVMValueRef base, const Shape *s,
+                   LLVMValueRef const *idx, LLVMValueRef v);
+/* Same at a physical linear index. */
+LLVMValueRef cg_load_linear(Codegen *cg, LLVMValueRef base, ElemType et,
+                            LLVMValueRef linear);
+void cg_store_linear(Codegen *cg, LLVMValueRef base, ElemType et,
+                     LLVMValueRef linear, LLVMValueRef v);
+
+/* Calls intrinsic `name` (e.g. "llvm.nvvm.read.ptx.sreg.tid.x",
+ * "llvm.nvvm.shfl.sync.down.f32"), declaring it with the given type when
+ * the module does not have it yet. */
+LLVMValueRef cg_call_named(Codegen *cg, const char *name, LLVMTypeRef ret,
+                           int nargs, LLVMTypeRef const *argtys,
+                           LLVMValueRef const *args);
+
+/* A counted loop: for (iv = start; iv < end; iv += step), all i64.
+ * cg_loop_begin leaves the builder in the body and returns iv;
+ * cg_loop_end closes the body (the builder may be anywhere in it by then)
+ * and leaves the builder after the loop. */
+typedef struct CgLoop {
+  LLVMBasicBlockRef header, body, exit;
+  LLVMValueRef iv, step;
+} CgLoop;
+LLVMValueRef cg_loop_begin(Codegen *cg, CgLoop *l, LLVMValueRef start,
+                           LLVMValueRef end, LLVMValueRef step,
+                           const char *name);
+void cg_loop_end(Codegen *cg, CgLoop *l);
+
+/*
+ * llvm_util.c: GPU helpers (NVPTX only)
+ */
+/* Special registers as i32: "tid.x", "ntid.x", "ctaid.x", "nctaid.x", ...
+ * (llvm.nvvm.read.ptx.sreg.<reg>). */
+LLVMValueRef cg_sreg(Codegen *cg, const char *reg);
+void cg_barrier(Codegen *cg);            /* __syncthreads (llvm.nvvm.barrier0) */
+/* A module-level shared-memory array of n elements of type t (addrspace 3),
+ * returned as its global (a pointer in addrspace 3). */
+LLVMValueRef cg_shared_array(Codegen *cg, LLVMTypeRef t, int64_t n,
+                             const char *name);
+
+/*
+ * codegen.c: kernel entry
+ */
+typedef struct CgKernel {
+  Codegen *cg;
+  const HloInstr *instr;          /* the kernel's instruction (fusion or op) */
+  LLVMValueRef fn;
+  int nin, nout;                  /* array leaves of operands / of the result */
+  LLVMValueRef *in;               /* nin pointers (CG_AS_GLOBAL), operand leaves */
+  LLVMValueRef *out;              /* nout pointers, result leaves */
+  const Shape **in_shapes, **out_shapes; /* the leaf shapes */
+} CgKernel;
+
+/* Creates the kernel function `name` for instr with codegen.h's parameter
+ * convention (NVPTX: a ptx kernel of pointer parameters; host:
+ * `void name(void **args)` with the pointers unpacked), positions the
+ * builder in its entry block and fills k.  Fails (error at instr->loc) when
+ * a leaf is not an array of a supported element type. */
+bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
+                     CgKernel *k, Diag *d);
+/* Emits `ret void` at the builder's position and frees k's arrays. */
+void cg_kernel_end(CgKernel *k);
+
+/* The fusion computation of instr (called[0] of a fusion), else NULL. */
+const HloComp *cg_fusion_comp(const HloInstr *instr);
+
+/*
+ * elemental.c: the elemental emitter
+ *
+ * For a fusion computation `comp` whose parameters are read from the
+ * kernel's operand leaves, or for a single instruction `single` (comp NULL)
+ * whose operands are read from the kernel's operand leaves, emits the value
+ * of an instruction (one of comp, or single itself) at a multi-index of its
+ * output.  Values already emitted for the same instruction at the same index
+ * values (pointer-identical LLVMValueRefs) are reused while the builder is
+ * in a block they dominate.
+ */
+typedef struct CgElemental CgElemental;
+
+CgElemental *cg_elemental_new(Codegen *cg, const HloComp *comp,
+                              const HloInstr *single,
+                              LLVMValueRef const *in_leaf_ptrs, Diag *d);
+void cg_elemental_free(CgElemental *e);
+/* The value of `instr` at idx (instr's rank entries; NULL for rank 0).
+ * `instr` must be an array-shaped instruction of the computation (a tuple
+ * root's element, a reduce's operand, ...).  NULL on error (in d). */
+LLVMValueRef cg_elemental_emit(CgElemental *e, const HloInstr *instr,
+                               LLVMValueRef const *idx);
+/* Forget cached values (call after moving to a block not dominated by the
+ * block where earlier values were emitted, e.g. after a loop). */
+void cg_elemental_clear_cache(CgElemental *e);
+
+/* Applies a scalar computation (a reducer's to_apply) to register-typed
+ * scalar values args (one per parameter); writes one value per result leaf
+ * (a tuple root gives several) into outs.  Errors at the computation's
+ * instructions. */
+bool cg_emit_scalar_comp(Codegen *cg, const HloComp *comp, int nargs,
+                         LLVMValueRef const *args, LLVMValueRef *outs,
+                         Diag *d);
+
+/*
+ * Kernel emitters, dispatched by codegen_kernel on the fusion's hero (the
+ * root through tuple and bitcast).  Each creates the kernel with
+ * cg_kernel_begin and fills ld (host: all 1).
+ */
+/* loop_kernel.c: any hero that is not a reduce or a dot. */
+bool cg_emit_loop_kernel(Codegen *cg, const HloInstr *instr, const char *name,
+                         LaunchDims *ld, Diag *d);
+/* reduction_kernel.c (c2): hero is a reduce. */
+bool cg_emit_reduction_kernel(Codegen *cg, const HloInstr *instr,
+                              const HloInstr *hero, const char *name,
+                              LaunchDims *ld, Diag *d);
+/* dot_kernel.c (c2): hero is a dot. */
+bool cg_emit_dot_kernel(Codegen *cg, const HloInstr *instr,
+                        const HloInstr *hero, const char *name,
+                        LaunchDims *ld, Diag *d);
+
+/*
+ * elemental_math.c: scalar math, shared with the kernel emitters
+ */
+/* A libm / libdevice function of one or two float args of type et (f32 or
+ * f64; "exp", "log1p", "atan2", "pow", ...): __nv_expf on NVPTX, expf on
+ * the host. */
+LLVMValueRef cg_math_call(Codegen *cg, const char *fn, ElemType et,
+                          int nargs, LLVMValueRef const *args);
+/* XLA's max / min of two register values (floats: NaN propagates). */
+LLVMValueRef cg_emit_max(Codegen *cg, ElemType et, LLVMValueRef a,
+                         LLVMValueRef b);
+LLVMValueRef cg_emit_min(Codegen *cg, ElemType et, LLVMValueRef a,
+                         LLVMValueRef b);
+/* Float ops on values of float type et (f16/bf16 computed in f32):
+ * unary or binary elementwise op (NULL when op is none of them), clamp,
+ * compare (not total order). */
+LLVMValueRef cg_float_op(Codegen *cg, HloOp op, ElemType et, int n,
+                         LLVMValueRef const *v);
+LLVMValueRef cg_float_clamp(Codegen *cg, ElemType et, LLVMValueRef lo,
+                            LLVMValueRef x, LLVMValueRef hi);
+LLVMValueRef cg_float_compare(Codegen *cg, ElemType et, CmpDir dir,
+                              LLVMValueRef x, LLVMValueRef y);
+/* XLA's convert of a register value from one element type to another
+ * (float->int saturating with NaN -> 0, bf16 rounding to nearest even). */
+LLVMValueRef cg_emit_convert(Codegen *cg, ElemType from, ElemType to,
+                             LLVMValueRef v);
+/* An elementwise op (hlo_op_is_elementwise) of i applied to register values
+ * ops (one per operand of i, of the operands' element types).  NULL with an
+ * error at i->loc when the op or its types are not supported. */
+LLVMValueRef cg_emit_elementwise(Codegen *cg, const HloInstr *i,
+                                 LLVMValueRef const *ops, Diag *d);
+
+#endif

@@ -1,0 +1,531 @@
+/*
+ * codegen.c - the Codegen object (LLVM context, module, target machine for
+ * NVPTX or the host), kernel entry with codegen.h's parameter convention,
+ * dispatch of a kernel to its emitter by hero, and the module's outputs:
+ * LLVM IR text, PTX (libdevice linked, optimized) and a host shared object.
+ */
+#include <errno.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "../lib/eval/eval.h"
+#include "cg_internal.h"
+
+extern char **environ;
+
+void codegen_options_default(CodegenOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->target = CG_TARGET_NVPTX;
+  o->opt_level = 2;
+}
+
+static const char *const known_archs[] = {
+  "sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52",
+  "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
+  "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a",
+};
+
+static bool arch_known(const char *a) {
+  for (size_t k = 0; k < ARRAY_LEN(known_archs); k++)
+    if (strcmp(a, known_archs[k]) == 0)
+      return true;
+  return false;
+}
+
+static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
+  const char *triple;
+  char *def_triple = NULL;
+  const char *cpu, *features;
+  LLVMRelocMode reloc;
+  if (cg->is_gpu) {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+    triple = "nvptx64-nvidia-cuda";
+    cpu = cg->arch;
+    features = "+ptx80";
+    reloc = LLVMRelocDefault;
+  } else {
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86Target();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86AsmPrinter();
+    def_triple = LLVMGetDefaultTargetTriple();
+    triple = def_triple;
+    cpu = "x86-64";
+    features = "";
+    reloc = LLVMRelocPIC;
+  }
+  LLVMTargetRef t;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(triple, &t, &err)) {
+    diag_error(d, (Loc){0}, "codegen: no LLVM target for %s: %s", triple,
+               err ? err : "?");
+    LLVMDisposeMessage(err);
+    LLVMDisposeMessage(def_triple);
+    return NULL;
+  }
+  LLVMCodeGenOptLevel ol = cg->opts.opt_level <= 0 ? LLVMCodeGenLevelNone
+                         : cg->opts.opt_level == 1 ? LLVMCodeGenLevelLess
+                         : cg->opts.opt_level == 2 ? LLVMCodeGenLevelDefault
+                                                   : LLVMCodeGenLevelAggressive;
+  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, triple, cpu, features,
+                                                    ol, reloc,
+                                                    LLVMCodeModelDefault);
+  if (!tm)
+    diag_error(d, (Loc){0}, "codegen: cannot create a target machine for %s",
+               triple);
+  else
+    LLVMSetTarget(cg->mod, triple);
+  LLVMDisposeMessage(def_triple);
+  return tm;
+}
+
+Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
+                     Diag *d) {
+  CodegenOptions def;
+  if (!o) {
+    codegen_options_default(&def);
+    o = &def;
+  }
+  Codegen *cg = xcalloc(1, sizeof *cg);
+  cg->opts = *o;
+  cg->is_gpu = o->target == CG_TARGET_NVPTX;
+  if (cg->is_gpu) {
+    cg->arch = xstrdup(o->arch ? o->arch : "sm_90");
+    if (!arch_known(cg->arch)) {
+      diag_error(d, (Loc){0}, "codegen: unknown GPU architecture '%s'", cg->arch);
+      codegen_free(cg);
+      return NULL;
+    }
+    if (o->libdevice) {
+      cg->libdevice_path = xstrdup(o->libdevice);
+    } else {
+      const char *home = getenv("CUDA_HOME");
+      StrBuf b;
+      sb_init(&b);
+      sb_printf(&b, "%s/nvvm/libdevice/libdevice.10.bc",
+                home && *home ? home : "/usr/local/cuda");
+      cg->libdevice_path = sb_detach(&b);
+    }
+    if (access(cg->libdevice_path, R_OK) != 0) {
+      diag_error(d, (Loc){0}, "codegen: libdevice not found at %s (set CUDA_HOME)",
+                 cg->libdevice_path);
+      codegen_free(cg);
+      return NULL;
+    }
+  } else {
+    cg->arch = xstrdup("x86-64");
+  }
+  cg->ctx = LLVMContextCreate();
+  cg->mod = LLVMModuleCreateWithNameInContext(module_name ? module_name : "module",
+                                              cg->ctx);
+  cg->b = LLVMCreateBuilderInContext(cg->ctx);
+  cg->aff = aff_ctx_new();
+  cg->tm = make_tm(cg, d);
+  if (!cg->tm) {
+    codegen_free(cg);
+    return NULL;
+  }
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(cg->tm);
+  LLVMSetModuleDataLayout(cg->mod, td);
+  LLVMDisposeTargetData(td);
+  return cg;
+}
+
+void codegen_free(Codegen *cg) {
+  if (!cg)
+    return;
+  if (cg->b)
+    LLVMDisposeBuilder(cg->b);
+  if (cg->mod)
+    LLVMDisposeModule(cg->mod);
+  if (cg->tm)
+    LLVMDisposeTargetMachine(cg->tm);
+  if (cg->ctx)
+    LLVMContextDispose(cg->ctx);
+  if (cg->aff)
+    aff_ctx_free(cg->aff);
+  free(cg->arch);
+  free(cg->libdevice_path);
+  free(cg);
+}
+
+/*
+ * Kernel entry
+ */
+const HloComp *cg_fusion_comp(const HloInstr *instr) {
+  if (instr->op == HLO_FUSION && instr->ncalled >= 1)
+    return instr->called[0];
+  return NULL;
+}
+
+static bool leaf_shapes(const HloInstr *instr, const Shape *s, PtrVec *v,
+                        Diag *d) {
+  int start = v->len;
+  io_shape_leaves(s, v);
+  for (int k = start; k < v->len; k++) {
+    const Shape *l = v->data[k];
+    if (!shape_is_array(l) || !cg_et_supported(l->et)) {
+      char *t = shape_to_string(l, false);
+      diag_error(d, instr->loc, "codegen: unsupported kernel %s of type %s in '%s'",
+                 k < start ? "operand" : "value", t, hlo_op_name(instr->op));
+      free(t);
+      return false;
+    }
+  }
+  return true;
+}
+
+static void annotate_kernel(Codegen *cg, LLVMValueRef fn) {
+  LLVMSetFunctionCallConv(fn, LLVMPTXKernelCallConv);
+  LLVMMetadataRef md[3] = {
+    LLVMValueAsMetadata(fn),
+    LLVMMDStringInContext2(cg->ctx, "kernel", 6),
+    LLVMValueAsMetadata(LLVMConstInt(cg_i32(cg), 1, false)),
+  };
+  LLVMValueRef node = LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, md, 3));
+  LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
+}
+
+bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
+                     CgKernel *k, Diag *d) {
+  memset(k, 0, sizeof *k);
+  k->cg = cg;
+  k->instr = instr;
+  if (LLVMGetNamedFunction(cg->mod, name))
+    return diag_error(d, instr->loc, "codegen: kernel '%s' emitted twice", name);
+  PtrVec leaves = {0};
+  for (int j = 0; j < instr->nops; j++)
+    if (!leaf_shapes(instr, instr->ops[j]->shape, &leaves, d)) {
+      vec_free(&leaves);
+      return false;
+    }
+  int nin = leaves.len;
+  if (!leaf_shapes(instr, instr->shape, &leaves, d)) {
+    vec_free(&leaves);
+    return false;
+  }
+  k->nin = nin;
+  k->nout = leaves.len - nin;
+  int n = leaves.len;
+  k->in = xcalloc((size_t)n + 1, sizeof *k->in);
+  k->out = k->in + nin;
+  k->in_shapes = xcalloc((size_t)n + 1, sizeof *k->in_shapes);
+  k->out_shapes = k->in_shapes + nin;
+  for (int j = 0; j < n; j++)
+    k->in_shapes[j] = leaves.data[j];
+  vec_free(&leaves);
+  LLVMTypeRef ptr = cg_ptr_type(cg);
+  LLVMTypeRef vt = LLVMVoidTypeInContext(cg->ctx);
+  if (cg->is_gpu) {
+    LLVMTypeRef *pt = xcalloc((size_t)n + 1, sizeof *pt);
+    for (int j = 0; j < n; j++)
+      pt[j] = ptr;
+    k->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(vt, pt, (unsigned)n, false));
+    free(pt);
+    annotate_kernel(cg, k->fn);
+    /* buffers are device allocations or 64-byte aligned slices of them */
+    unsigned align = LLVMGetEnumAttributeKindForName("align", 5);
+    for (int j = 0; j < n; j++)
+      LLVMAddAttributeAtIndex(k->fn, (LLVMAttributeIndex)(j + 1),
+                              LLVMCreateEnumAttribute(cg->ctx, align, 16));
+    LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry"));
+    for (int j = 0; j < n; j++)
+      k->in[j] = LLVMGetParam(k->fn, (unsigned)j);
+  } else {
+    LLVMTypeRef p0 = LLVMPointerTypeInContext(cg->ctx, 0);
+    k->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(vt, &p0, 1, false));
+    LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry"));
+    LLVMValueRef args = LLVMGetParam(k->fn, 0);
+    for (int j = 0; j < n; j++) {
+      LLVMValueRef off = cg_const_i64(cg, j);
+      LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, p0, args, &off, 1, "");
+      k->in[j] = LLVMBuildLoad2(cg->b, p0, p, "arg");
+    }
+  }
+  return true;
+}
+
+void cg_kernel_end(CgKernel *k) {
+  LLVMBuildRetVoid(k->cg->b);
+  free(k->in);
+  free(k->in_shapes);
+  k->in = k->out = NULL;
+  k->in_shapes = k->out_shapes = NULL;
+}
+
+/*
+ * Dispatch
+ */
+static const HloInstr *through_bitcast(const HloInstr *i) {
+  while (i->op == HLO_BITCAST && i->nops == 1)
+    i = i->ops[0];
+  return i;
+}
+
+/* Through bitcasts and get-tuple-elements of a (variadic) reduce. */
+static const HloInstr *through_bitcast_gte(const HloInstr *i) {
+  i = through_bitcast(i);
+  if (i->op == HLO_GET_TUPLE_ELEMENT && i->nops == 1 && i->ops[0]->op == HLO_REDUCE)
+    return i->ops[0];
+  return i;
+}
+
+static const HloInstr *find_hero(const HloInstr *instr) {
+  const HloComp *c = cg_fusion_comp(instr);
+  if (!c)
+    return instr;
+  const HloInstr *r = through_bitcast_gte(c->root);
+  if (r->op == HLO_TUPLE) {
+    for (int k = 0; k < r->nops; k++) {
+      const HloInstr *h = through_bitcast_gte(r->ops[k]);
+      if (h->op == HLO_REDUCE || h->op == HLO_DOT)
+        return h;
+    }
+  }
+  return r;
+}
+
+/* Deletes a half-built kernel so the module stays valid. */
+static void drop_kernel(Codegen *cg, const char *name) {
+  LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
+  if (fn)
+    LLVMDeleteFunction(fn);
+}
+
+bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
+                    LaunchDims *ld, Diag *d) {
+  if (cg->optimized)
+    return diag_error(d, i->loc, "codegen: module already finalized; cannot add kernel '%s'",
+                      name);
+  if (i->op == HLO_FUSION && (i->ncalled < 1 || !i->called[0] || !i->called[0]->root))
+    return diag_error(d, i->loc, "codegen: fusion '%s' without a computation", i->name);
+  memset(ld, 0, sizeof *ld);
+  for (int k = 0; k < 3; k++)
+    ld->grid[k] = ld->block[k] = 1;
+  const HloInstr *hero = find_hero(i);
+  bool ok;
+  if (hero->op == HLO_REDUCE)
+    ok = cg_emit_reduction_kernel(cg, i, hero, name, ld, d);
+  else if (hero->op == HLO_DOT)
+    ok = cg_emit_dot_kernel(cg, i, hero, name, ld, d);
+  else
+    ok = cg_emit_loop_kernel(cg, i, name, ld, d);
+  if (!ok)
+    drop_kernel(cg, name);
+  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT)) {
+    /* a shape the hero's emitter does not handle (an epilogue, several
+     * outputs): the loop kernel computes reduces elementally; when it
+     * cannot either, the hero emitter's error stands */
+    Diag d2 = {0};
+    d2.warn_out = d->warn_out;
+    ok = cg_emit_loop_kernel(cg, i, name, ld, &d2);
+    if (ok)
+      diag_clear(d);
+    else
+      drop_kernel(cg, name);
+    diag_clear(&d2);
+  }
+  if (!ok)
+    return false;
+  if (!cg->is_gpu)
+    for (int k = 0; k < 3; k++)
+      ld->grid[k] = ld->block[k] = 1;
+  return true;
+}
+
+/*
+ * Finalizing: libdevice, optimization
+ */
+static bool uses_libdevice(Codegen *cg) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f; f = LLVMGetNextFunction(f)) {
+    size_t n;
+    const char *nm = LLVMGetValueName2(f, &n);
+    if (LLVMIsDeclaration(f) && n > 5 && strncmp(nm, "__nv_", 5) == 0)
+      return true;
+  }
+  return false;
+}
+
+static bool link_libdevice(Codegen *cg, Diag *d) {
+  LLVMMemoryBufferRef buf;
+  char *err = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(cg->libdevice_path, &buf, &err)) {
+    diag_error(d, (Loc){0}, "codegen: cannot read %s: %s", cg->libdevice_path,
+               err ? err : "?");
+    LLVMDisposeMessage(err);
+    return false;
+  }
+  LLVMModuleRef ld;
+  bool bad = LLVMParseBitcodeInContext2(cg->ctx, buf, &ld);
+  LLVMDisposeMemoryBuffer(buf);
+  if (bad)
+    return diag_error(d, (Loc){0}, "codegen: %s is not valid LLVM bitcode",
+                      cg->libdevice_path);
+  /* our functions are the ones defined before linking */
+  PtrVec ours = {0};
+  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f))
+      vec_push(&ours, f);
+  LLVMSetTarget(ld, "nvptx64-nvidia-cuda");
+  LLVMSetModuleDataLayout(ld, LLVMGetModuleDataLayout(cg->mod));
+  if (LLVMLinkModules2(cg->mod, ld)) {
+    vec_free(&ours);
+    return diag_error(d, (Loc){0}, "codegen: linking libdevice failed");
+  }
+  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f; f = LLVMGetNextFunction(f)) {
+    if (LLVMIsDeclaration(f))
+      continue;
+    bool mine = false;
+    for (int k = 0; k < ours.len && !mine; k++)
+      mine = ours.data[k] == f;
+    if (!mine)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  }
+  for (LLVMValueRef g = LLVMGetFirstGlobal(cg->mod); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) == LLVMExternalLinkage)
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+  vec_free(&ours);
+  return true;
+}
+
+static bool finalize(Codegen *cg, Diag *d) {
+  if (cg->optimized)
+    return true;
+  char *err = NULL;
+  if (LLVMVerifyModule(cg->mod, LLVMReturnStatusAction, &err)) {
+    diag_error(d, (Loc){0}, "codegen: internal error: invalid LLVM module: %s",
+               err ? err : "?");
+    LLVMDisposeMessage(err);
+    return false;
+  }
+  LLVMDisposeMessage(err);
+  if (cg->is_gpu) {
+    LLVMAddModuleFlag(cg->mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
+                      LLVMValueAsMetadata(LLVMConstInt(cg_i32(cg), 0, false)));
+    if (uses_libdevice(cg) && !link_libdevice(cg, d))
+      return false;
+  }
+  char passes[32];
+  int ol = cg->opts.opt_level < 0 ? 0 : cg->opts.opt_level > 3 ? 3 : cg->opts.opt_level;
+  snprintf(passes, sizeof passes, "default<O%d>", ol);
+  LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef e = LLVMRunPasses(cg->mod, passes, cg->tm, po);
+  LLVMDisposePassBuilderOptions(po);
+  if (e) {
+    char *m = LLVMGetErrorMessage(e);
+    diag_error(d, (Loc){0}, "codegen: optimization failed: %s", m);
+    LLVMDisposeErrorMessage(m);
+    return false;
+  }
+  cg->optimized = true;
+  return true;
+}
+
+bool codegen_llvm_ir(Codegen *cg, bool optimized, StrBuf *out, Diag *d) {
+  if (optimized && !finalize(cg, d))
+    return false;
+  char *s = LLVMPrintModuleToString(cg->mod);
+  sb_puts(out, s);
+  LLVMDisposeMessage(s);
+  return true;
+}
+
+static bool emit_buffer(Codegen *cg, LLVMCodeGenFileType ft,
+                        LLVMMemoryBufferRef *buf, Diag *d) {
+  char *err = NULL;
+  if (LLVMTargetMachineEmitToMemoryBuffer(cg->tm, cg->mod, ft, &err, buf)) {
+    diag_error(d, (Loc){0}, "codegen: code emission failed: %s", err ? err : "?");
+    LLVMDisposeMessage(err);
+    return false;
+  }
+  return true;
+}
+
+bool codegen_ptx(Codegen *cg, StrBuf *out, Diag *d) {
+  if (!cg->is_gpu)
+    return diag_error(d, (Loc){0}, "codegen: PTX asked of a host module");
+  if (!finalize(cg, d))
+    return false;
+  LLVMMemoryBufferRef buf;
+  if (!emit_buffer(cg, LLVMAssemblyFile, &buf, d))
+    return false;
+  sb_putn(out, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+  LLVMDisposeMemoryBuffer(buf);
+  return true;
+}
+
+static bool write_all(int fd, const char *p, size_t n) {
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
+  if (cg->is_gpu)
+    return diag_error(d, (Loc){0}, "codegen: a shared object asked of a GPU module");
+  if (!finalize(cg, d))
+    return false;
+  LLVMMemoryBufferRef buf;
+  if (!emit_buffer(cg, LLVMObjectFile, &buf, d))
+    return false;
+  const char *tmp = getenv("TMPDIR");
+  StrBuf obj;
+  sb_init(&obj);
+  sb_printf(&obj, "%s/xhloc-XXXXXX.o", tmp && *tmp ? tmp : "/tmp");
+  int fd = mkstemps(obj.s, 2);
+  if (fd < 0) {
+    diag_error(d, (Loc){0}, "codegen: cannot create a temporary file %s: %s", obj.s,
+               strerror(errno));
+    LLVMDisposeMemoryBuffer(buf);
+    sb_free(&obj);
+    return false;
+  }
+  bool ok = write_all(fd, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+  ok = close(fd) == 0 && ok;
+  LLVMDisposeMemoryBuffer(buf);
+  if (!ok) {
+    diag_error(d, (Loc){0}, "codegen: cannot write %s: %s", obj.s, strerror(errno));
+    unlink(obj.s);
+    sb_free(&obj);
+    return false;
+  }
+  char *argv[] = {"cc", "-shared", "-o", (char *)path, obj.s, "-lm", NULL};
+  pid_t pid;
+  int rc = posix_spawnp(&pid, "cc", NULL, NULL, argv, environ);
+  if (rc != 0) {
+    diag_error(d, (Loc){0}, "codegen: cannot run the C compiler driver 'cc' to link %s: %s",
+               path, strerror(rc));
+    ok = false;
+  } else {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      diag_error(d, (Loc){0}, "codegen: 'cc -shared -o %s' failed (status %d)", path,
+                 WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+      ok = false;
+    }
+  }
+  unlink(obj.s);
+  sb_free(&obj);
+  return ok;
+}

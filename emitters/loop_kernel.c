@@ -1,0 +1,209 @@
+/*
+ * loop_kernel.c - the loop kernel: every output element computed
+ * independently by the elemental emitter.  GPU: one thread per 1, 2 or 4
+ * consecutive physical output elements (blocks of up to 256 threads, exact
+ * grid, consecutive threads on consecutive elements so accesses coalesce);
+ * host: one loop over the physical linear index.  Multi-output fusions
+ * whose outputs have equal dimensions are written in the same loop.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cg_internal.h"
+
+enum { LOOP_BLOCK = 256, LOOP_MAX_RANK = 64 };
+
+/* The minor-most physical dimension of s. */
+static int minor_dim(const Shape *s) {
+  if (s->rank == 0)
+    return -1;
+  if (s->layout && s->layout->rank == s->rank && s->layout->minor_to_major)
+    return (int)s->layout->minor_to_major[0];
+  return s->rank - 1;
+}
+
+typedef struct LoopOut {
+  int n;
+  const HloInstr **roots;         /* values to store, one per output leaf */
+  LLVMValueRef *ptrs;
+  const Shape **shapes;
+} LoopOut;
+
+/* The values of every output at multi-index idx, into vals (o->n).  False
+ * on error. */
+static bool emit_values(CgElemental *e, const LoopOut *o,
+                        LLVMValueRef const *idx, LLVMValueRef *vals) {
+  for (int k = 0; k < o->n; k++)
+    if (!(vals[k] = cg_elemental_emit(e, o->roots[k], idx)))
+      return false;
+  return true;
+}
+
+static void store_values(Codegen *cg, const LoopOut *o,
+                         LLVMValueRef const *idx, LLVMValueRef const *vals) {
+  for (int k = 0; k < o->n; k++)
+    cg_store_elem(cg, o->ptrs[k], o->shapes[k], idx, vals[k]);
+}
+
+/* Stores every output at the element of multi-index idx.  False on error. */
+static bool emit_element(Codegen *cg, CgElemental *e, const LoopOut *o,
+                         LLVMValueRef const *idx) {
+  LLVMValueRef *vals = xcalloc((size_t)o->n + 1, sizeof *vals);
+  bool ok = emit_values(e, o, idx, vals);
+  if (ok)
+    store_values(cg, o, idx, vals);
+  free(vals);
+  return ok;
+}
+
+/* Chooses the elements per thread: 4 or 2 when the minor dimension is a
+ * multiple and there are enough elements, else 1. */
+static int vector_width(const Shape *s, int64_t n) {
+  int md = minor_dim(s);
+  if (md < 0)
+    return 1;
+  int64_t minor = s->dims[md];
+  for (int v = 4; v > 1; v /= 2)
+    if (minor % v == 0 && n >= (int64_t)v * LOOP_BLOCK)
+      return v;
+  return 1;
+}
+
+static bool emit_gpu(Codegen *cg, CgElemental *e, const LoopOut *o,
+                     const Shape *s, LaunchDims *ld, const HloInstr *instr,
+                     Diag *d) {
+  int64_t n = shape_elements(s);
+  int v = vector_width(s, n);
+  int64_t threads = (n + v - 1) / v;
+  int64_t block = threads < LOOP_BLOCK ? (threads > 0 ? threads : 1) : LOOP_BLOCK;
+  int64_t grid = (threads + block - 1) / block;
+  if (grid < 1)
+    grid = 1;
+  if (grid > INT32_MAX)
+    return diag_error(d, instr->loc, "codegen: output of '%s' too large for one launch",
+                      instr->name);
+  ld->grid[0] = (uint32_t)grid;
+  ld->block[0] = (uint32_t)block;
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef tid = LLVMBuildZExt(b, cg_sreg(cg, "tid.x"), cg_i64(cg), "");
+  LLVMValueRef bid = LLVMBuildZExt(b, cg_sreg(cg, "ctaid.x"), cg_i64(cg), "");
+  LLVMValueRef t = LLVMBuildNUWAdd(b, LLVMBuildNUWMul(b, bid, cg_const_i64(cg, block), ""),
+                                   tid, "");
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(b));
+  LLVMBasicBlockRef body = LLVMAppendBasicBlockInContext(cg->ctx, fn, "body");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(cg->ctx, fn, "done");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntULT, t, cg_const_i64(cg, threads), ""),
+                  body, done);
+  LLVMPositionBuilderAtEnd(b, body);
+  LLVMValueRef base = LLVMBuildNUWMul(b, t, cg_const_i64(cg, v), "");
+  LLVMValueRef idx[LOOP_MAX_RANK];
+  cg_delinearize(cg, s, base, idx);
+  int md = minor_dim(s);
+  LLVMValueRef minor0 = md >= 0 ? idx[md] : NULL;
+  if (v == 1) {
+    if (!emit_element(cg, e, o, idx))
+      return false;
+  } else {
+    /* all loads of the v elements before their stores, so that the
+     * load/store vectorizer can merge them into vector accesses */
+    LLVMValueRef *vals = xcalloc((size_t)(v * o->n) + 1, sizeof *vals);
+    LLVMValueRef *minors = xcalloc((size_t)v, sizeof *minors);
+    bool ok = true;
+    for (int j = 0; j < v && ok; j++) {
+      minors[j] = j ? LLVMBuildNUWAdd(b, minor0, cg_const_i64(cg, j), "") : minor0;
+      idx[md] = minors[j];
+      ok = emit_values(e, o, idx, vals + j * o->n);
+    }
+    for (int j = 0; j < v && ok; j++) {
+      idx[md] = minors[j];
+      store_values(cg, o, idx, vals + j * o->n);
+    }
+    free(vals);
+    free(minors);
+    if (!ok)
+      return false;
+  }
+  LLVMBuildBr(b, done);
+  LLVMPositionBuilderAtEnd(b, done);
+  return true;
+}
+
+static bool emit_host(Codegen *cg, CgElemental *e, const LoopOut *o,
+                      const Shape *s) {
+  CgLoop l;
+  LLVMValueRef lin = cg_loop_begin(cg, &l, cg_const_i64(cg, 0),
+                                   cg_const_i64(cg, shape_elements(s)),
+                                   cg_const_i64(cg, 1), "loop");
+  LLVMValueRef idx[LOOP_MAX_RANK];
+  cg_delinearize(cg, s, lin, idx);
+  if (!emit_element(cg, e, o, idx))
+    return false;
+  cg_loop_end(cg, &l);
+  cg_elemental_clear_cache(e);
+  return true;
+}
+
+bool cg_emit_loop_kernel(Codegen *cg, const HloInstr *instr, const char *name,
+                         LaunchDims *ld, Diag *d) {
+  const HloComp *comp = cg_fusion_comp(instr);
+  const HloInstr *root = comp ? comp->root : instr;
+  LoopOut o = {0};
+  if (root->op == HLO_TUPLE && comp) {
+    o.n = root->nops;
+    o.roots = xcalloc((size_t)o.n + 1, sizeof *o.roots);
+    for (int k = 0; k < o.n; k++)
+      o.roots[k] = root->ops[k];
+  } else {
+    o.n = 1;
+    o.roots = xcalloc(2, sizeof *o.roots);
+    o.roots[0] = root;
+  }
+  bool ok = false;
+  CgKernel k;
+  CgElemental *e = NULL;
+  if (!cg_kernel_begin(cg, instr, name, &k, d))
+    goto out;
+  if (k.nout != o.n && root->op != HLO_TUPLE) {
+    diag_error(d, root->loc, "codegen: unsupported op '%s' (%s): no kernel emitter for it",
+               hlo_op_name(root->op), root->name ? root->name : "?");
+    goto out_kernel;
+  }
+  if (k.nout != o.n) {
+    diag_error(d, instr->loc, "codegen: loop kernel of '%s': nested tuple outputs are not supported",
+               instr->name);
+    goto out_kernel;
+  }
+  const Shape *s = k.out_shapes[0];
+  if (s->rank > LOOP_MAX_RANK) {
+    diag_error(d, instr->loc, "codegen: rank %d too large", s->rank);
+    goto out_kernel;
+  }
+  for (int j = 0; j < o.n; j++) {
+    const Shape *sj = k.out_shapes[j];
+    if (sj->rank != s->rank ||
+        (s->rank && memcmp(sj->dims, s->dims, (size_t)s->rank * sizeof *s->dims))) {
+      diag_error(d, instr->loc,
+                 "codegen: loop kernel of '%s': outputs of different dimensions are not supported",
+                 instr->name);
+      goto out_kernel;
+    }
+  }
+  o.ptrs = k.out;
+  o.shapes = k.out_shapes;
+  e = cg_elemental_new(cg, comp, comp ? NULL : instr, k.in, d);
+  if (cg->is_gpu)
+    ok = emit_gpu(cg, e, &o, s, ld, instr, d);
+  else
+    ok = emit_host(cg, e, &o, s);
+out_kernel:
+  if (ok) {
+    cg_kernel_end(&k);
+  } else {
+    free(k.in);
+    free(k.in_shapes);
+  }
+out:
+  cg_elemental_free(e);
+  free(o.roots);
+  return ok;
+}

@@ -1,0 +1,663 @@
+/*
+ * thunk_emitter.c - thunk emission (XLA's IrEmitterUnnested::
+ * EmitHloComputation): walks a scheduled, buffer-assigned computation in its
+ * instruction order and builds the artifact's thunk sequence.
+ *
+ *   fusion (and any other kernel op)  -> a kernel thunk; the kernel comes from
+ *                                        codegen_kernel
+ *   copy with equal layouts           -> a copy thunk
+ *   while                             -> copies init -> loop state, then a
+ *                                        while thunk (cond and body sequences;
+ *                                        the body ends with body root ->
+ *                                        state copies)
+ *   conditional                       -> a conditional thunk; each branch ends
+ *                                        with root -> result copies
+ *   constant                          -> no thunk; its bytes (in the shape's
+ *                                        physical order) go into its allocation
+ *   parameter, tuple, get-tuple-element, bitcast, after-all, ...
+ *                                     -> nothing (they only name buffers)
+ *   anything else (custom-call, infeed, collectives, ...)
+ *                                     -> an error at the instruction
+ *
+ * Then the entry's parameter and result leaves, the input_output_alias copies
+ * and the HLO texts.  The caller fills in target, kernel_file and the kernel
+ * checksum.
+ */
+#include "thunk_emitter.h"
+
+#include "../lib/eval/eval.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef Vec(Thunk) ThunkVec;
+typedef Vec(ArtConstant) ConstVec;
+typedef Vec(BufSlice) SliceVec;
+typedef Vec(bool) BoolVec;
+
+typedef struct Emitter {
+  const HloModule *m;
+  const BufferAssignment *ba;
+  Codegen *cg;
+  Artifact *a;
+  Diag *d;
+  HashMap kernel_names;           /* names taken (keys in a->arena) */
+  ConstVec consts;
+  int scratch_alloc;              /* index of the staging allocation */
+  int64_t scratch_size;           /* its size; 0: not needed */
+} Emitter;
+
+static bool emit_comp(Emitter *e, const HloComp *c, ThunkSeq *out);
+
+/* ---- leaves and slices --------------------------------------------------- */
+
+/* The leaf shapes of s (io_shape_leaves order); returns their count. */
+static int leaves_of(const Shape *s, PtrVec *out) {
+  out->len = 0;
+  io_shape_leaves(s, out);
+  return out->len;
+}
+
+static bool is_token(const Shape *s) { return s->et == ET_TOKEN; }
+
+static bool slice_equal(BufSlice x, BufSlice y) {
+  return x.alloc == y.alloc && x.offset == y.offset && x.size == y.size;
+}
+
+/* The slice of leaf k of i; an error at i when it has none. */
+static bool slice_of(Emitter *e, const HloInstr *i, int k, BufSlice *out) {
+  if (ba_slice(e->ba, i, k, out))
+    return true;
+  return diag_error(e->d, i->loc,
+                    "thunk emission: %s '%s' has no buffer for leaf %d",
+                    hlo_op_name(i->op), i->name, k);
+}
+
+/* ---- thunks -------------------------------------------------------------- */
+
+static Thunk *new_thunk(ThunkVec *v, ThunkKind kind, Emitter *e,
+                        const HloInstr *i) {
+  Thunk t = {.kind = kind, .trip_count = -1};
+  t.annotation = arena_strdup(e->a->arena, i->name);
+  vec_push(v, t);
+  return &vec_last(v);
+}
+
+static void push_copy(Emitter *e, ThunkVec *v, const HloInstr *i,
+                      BufSlice src, BufSlice dst) {
+  Thunk *t = new_thunk(v, THUNK_COPY, e, i);
+  t->src = src;
+  t->dst = dst;
+}
+
+static bool overlaps(BufSlice x, BufSlice y) {
+  return x.alloc == y.alloc && x.offset < y.offset + y.size &&
+         y.offset < x.offset + x.size;
+}
+
+/* Copies every array leaf of `from` into the same leaf of `to` where their
+ * slices differ (while state, conditional results).  `at` names the thunks.
+ * The copies act as one parallel assignment: a source that another copy of
+ * the batch overwrites (a loop body that permutes its state) is first staged
+ * in a scratch allocation, so every copy reads the value from before the
+ * batch. */
+static bool copy_leaves(Emitter *e, ThunkVec *v, const HloInstr *at,
+                        const HloInstr *from, const HloInstr *to) {
+  PtrVec leaves = {0};
+  SliceVec src = {0}, dst = {0};
+  int n = leaves_of(to->shape, &leaves);
+  bool ok = true;
+  for (int k = 0; ok && k < n; k++) {
+    if (is_token(leaves.data[k]))
+      continue;
+    BufSlice s, d;
+    ok = slice_of(e, from, k, &s) && slice_of(e, to, k, &d);
+    if (ok && !slice_equal(s, d)) {
+      if (s.size != d.size) {
+        ok = diag_error(e->d, at->loc,
+                        "thunk emission: %s '%s': leaf %d is %lld bytes in "
+                        "'%s' but %lld bytes in '%s'",
+                        hlo_op_name(at->op), at->name, k, (long long)s.size,
+                        from->name, (long long)d.size, to->name);
+        break;
+      }
+      vec_push(&src, s);
+      vec_push(&dst, d);
+    }
+  }
+  /* Stage the sources that an earlier copy would overwrite. */
+  int64_t staged = 0;
+  for (int k = 0; ok && k < src.len; k++) {
+    bool hazard = false;
+    for (int j = 0; j < dst.len && !hazard; j++)
+      hazard = j != k && overlaps(src.data[k], dst.data[j]);
+    if (!hazard)
+      continue;
+    BufSlice tmp = {e->scratch_alloc, staged, src.data[k].size};
+    staged += (src.data[k].size + 63) / 64 * 64;
+    push_copy(e, v, at, src.data[k], tmp);
+    src.data[k] = tmp;
+  }
+  if (staged > e->scratch_size)
+    e->scratch_size = staged;
+  for (int k = 0; ok && k < src.len; k++)
+    push_copy(e, v, at, src.data[k], dst.data[k]);
+  vec_free(&src);
+  vec_free(&dst);
+  vec_free(&leaves);
+  return ok;
+}
+
+/* A kernel name from the instruction's: a C identifier, unique in the
+ * artifact (a "_N" suffix on a clash), deterministic. */
+static char *kernel_name(Emitter *e, const HloInstr *i) {
+  StrBuf b;
+  sb_init(&b);
+  if (!(i->name[0] >= 'a' && i->name[0] <= 'z') &&
+      !(i->name[0] >= 'A' && i->name[0] <= 'Z') && i->name[0] != '_')
+    sb_putc(&b, '_');
+  for (const char *p = i->name; *p; p++) {
+    char c = *p;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_';
+    sb_putc(&b, ok ? c : '_');
+  }
+  size_t base = b.len;
+  for (int n = 1; hashmap_get(&e->kernel_names, b.s); n++) {
+    b.len = base;
+    b.s[base] = '\0';
+    sb_printf(&b, "_%d", n);
+  }
+  char *name = arena_strdup(e->a->arena, b.s);
+  sb_free(&b);
+  hashmap_put(&e->kernel_names, name, name);
+  return name;
+}
+
+/* Appends the slices of the array leaves of i's result (written) or of an
+ * operand (read) to args. */
+static bool add_args(Emitter *e, const HloInstr *i, bool written,
+                     SliceVec *args, BoolVec *wr) {
+  PtrVec leaves = {0};
+  int n = leaves_of(i->shape, &leaves);
+  bool ok = true;
+  for (int k = 0; ok && k < n; k++) {
+    if (is_token(leaves.data[k]))
+      continue;
+    BufSlice s;
+    ok = slice_of(e, i, k, &s);
+    if (ok) {
+      vec_push(args, s);
+      vec_push(wr, written);
+    }
+  }
+  vec_free(&leaves);
+  return ok;
+}
+
+static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  SliceVec args = {0};
+  BoolVec wr = {0};
+  bool ok = true;
+  for (int k = 0; ok && k < i->nops; k++)
+    ok = add_args(e, i->ops[k], false, &args, &wr);
+  if (ok)
+    ok = add_args(e, i, true, &args, &wr);
+  LaunchDims ld = {{1, 1, 1}, {1, 1, 1}, 0};
+  char *name = NULL;
+  if (ok) {
+    name = kernel_name(e, i);
+    ok = codegen_kernel(e->cg, i, name, &ld, e->d);
+  }
+  if (ok) {
+    Thunk *t = new_thunk(v, THUNK_KERNEL, e, i);
+    t->kernel_name = name;
+    t->nargs = args.len;
+    t->args = vec_to_arena(e->a->arena, &args);
+    t->written = vec_to_arena(e->a->arena, &wr);
+    memcpy(t->grid, ld.grid, sizeof t->grid);
+    memcpy(t->block, ld.block, sizeof t->block);
+    t->shmem_bytes = ld.shmem_bytes;
+  }
+  vec_free(&args);
+  vec_free(&wr);
+  return ok;
+}
+
+/* A copy whose operand and result have the same layout moves bytes; any
+ * other copy (a layout change) is a kernel. */
+static bool emit_copy(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  const HloInstr *src = i->ops[0];
+  if (!shape_is_array(i->shape) || !shape_equal(src->shape, i->shape))
+    return emit_kernel(e, v, i);
+  BufSlice s, d;
+  if (!slice_of(e, src, 0, &s) || !slice_of(e, i, 0, &d))
+    return false;
+  if (!slice_equal(s, d))
+    push_copy(e, v, i, s, d);
+  return true;
+}
+
+static bool emit_while(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  const HloComp *cond = i->called[0], *body = i->called[1];
+  if (!copy_leaves(e, v, i, i->ops[0], i))
+    return false;
+  ThunkSeq *cs = ARENA_NEW(e->a->arena, ThunkSeq);
+  ThunkSeq *bs = ARENA_NEW(e->a->arena, ThunkSeq);
+  BufSlice pred;
+  if (!emit_comp(e, cond, cs) || !slice_of(e, cond->root, 0, &pred))
+    return false;
+  ThunkVec bv = {0};
+  if (!emit_comp(e, body, bs))
+    return false;
+  /* The body's thunks, then its root's leaves back into the loop state. */
+  for (int k = 0; k < bs->n; k++)
+    vec_push(&bv, bs->thunks[k]);
+  bool ok = copy_leaves(e, &bv, i, body->root, i);
+  bs->n = bv.len;
+  bs->thunks = vec_to_arena(e->a->arena, &bv);
+  vec_free(&bv);
+  if (!ok)
+    return false;
+  Thunk *t = new_thunk(v, THUNK_WHILE, e, i);
+  t->cond = cs;
+  t->body = bs;
+  t->cond_result = pred;
+  return true;
+}
+
+static bool emit_conditional(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  BufSlice index;
+  if (!slice_of(e, i->ops[0], 0, &index))
+    return false;
+  ThunkSeq *branches = ARENA_ARRAY(e->a->arena, ThunkSeq, i->ncalled);
+  for (int b = 0; b < i->ncalled; b++) {
+    const HloComp *c = i->called[b];
+    ThunkSeq s = {0};
+    if (!emit_comp(e, c, &s))
+      return false;
+    ThunkVec bv = {0};
+    for (int k = 0; k < s.n; k++)
+      vec_push(&bv, s.thunks[k]);
+    bool ok = copy_leaves(e, &bv, i, c->root, i);
+    branches[b].n = bv.len;
+    branches[b].thunks = vec_to_arena(e->a->arena, &bv);
+    vec_free(&bv);
+    if (!ok)
+      return false;
+  }
+  Thunk *t = new_thunk(v, THUNK_CONDITIONAL, e, i);
+  t->branch_index = index;
+  t->index_is_pred = i->ops[0]->shape->et == ET_PRED;
+  t->nbranches = i->ncalled;
+  t->branches = branches;
+  return true;
+}
+
+/* ---- constants ----------------------------------------------------------- */
+
+/* The physical position (in elements) of row-major element `lin` of an
+ * array shape with a minor_to_major layout. */
+static int64_t physical_index(const Shape *s, int64_t lin) {
+  int64_t idx[64];
+  for (int d = s->rank - 1; d >= 0; d--) {
+    idx[d] = s->dims[d] ? lin % s->dims[d] : 0;
+    lin = s->dims[d] ? lin / s->dims[d] : 0;
+  }
+  int64_t off = 0, stride = 1;
+  for (int k = 0; k < s->rank; k++) {
+    int64_t d = s->layout->minor_to_major[k];
+    off += idx[d] * stride;
+    stride *= s->dims[d];
+  }
+  return off;
+}
+
+/* Leaf k of constant i: literal l (row-major) into the physical layout of
+ * phys, the instruction's leaf shape. */
+static bool add_constant_leaf(Emitter *e, const HloInstr *i, int k,
+                              const Literal *l, const Shape *phys) {
+  const Shape *s = l->shape;
+  if (!shape_is_array(s))
+    return true;
+  BufSlice slice;
+  if (!slice_of(e, i, k, &slice))
+    return false;
+  for (int j = 0; j < e->consts.len; j++)
+    if (slice_equal(e->consts.data[j].slice, slice))
+      return true;
+  int64_t bytes = shape_byte_size(s);
+  if (l->elided || (!l->data && bytes > 0))
+    return diag_error(e->d, i->loc,
+                      "constant '%s' has no value (elided as {...}); it "
+                      "cannot be compiled",
+                      i->name);
+  if (bytes != slice.size || s->rank > 64)
+    return diag_error(e->d, i->loc,
+                      "thunk emission: constant '%s' is %lld bytes but its "
+                      "buffer is %lld",
+                      i->name, (long long)bytes, (long long)slice.size);
+  uint8_t *out = arena_alloc(e->a->arena, bytes ? (size_t)bytes : 1);
+  int eb = et_bytes(s->et);
+  bool plain = !phys->layout || layout_is_default(phys->layout, phys->rank);
+  if (plain || phys->rank != s->rank) {
+    if (bytes)
+      memcpy(out, l->data, (size_t)bytes);
+  } else {
+    int64_t n = shape_elements(s);
+    for (int64_t j = 0; j < n; j++)
+      memcpy(out + physical_index(phys, j) * eb, l->data + j * eb, (size_t)eb);
+  }
+  ArtConstant c = {.slice = slice, .bytes = out};
+  vec_push(&e->consts, c);
+  return true;
+}
+
+static bool emit_constant(Emitter *e, const HloInstr *i) {
+  const Literal *l = i->literal;
+  if (!l)
+    return diag_error(e->d, i->loc, "constant '%s' has no literal", i->name);
+  if (!l->ntuple)
+    return add_constant_leaf(e, i, 0, l, i->shape);
+  Literal **leaves = NULL;
+  int n = io_literal_leaves(l, &leaves);
+  PtrVec shapes = {0};
+  bool ok = leaves_of(i->shape, &shapes) == n ||
+            diag_error(e->d, i->loc,
+                       "constant '%s': its value does not match its shape",
+                       i->name);
+  for (int k = 0; ok && k < n; k++)
+    ok = add_constant_leaf(e, i, k, leaves[k], shapes.data[k]);
+  vec_free(&shapes);
+  free(leaves);
+  return ok;
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
+/* Ops that only name or regroup buffers: no thunk. */
+static bool is_forwarding(HloOp op) {
+  switch (op) {
+  case HLO_PARAMETER:
+  case HLO_TUPLE:
+  case HLO_GET_TUPLE_ELEMENT:
+  case HLO_BITCAST:
+  case HLO_AFTER_ALL:
+  case HLO_ADD_DEPENDENCY:
+  case HLO_OPTIMIZATION_BARRIER:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Ops no kernel computes: side effects, communication, host transfers,
+ * opaque calls. */
+static bool is_unsupported(HloOp op) {
+  switch (op) {
+  case HLO_CUSTOM_CALL: case HLO_INFEED: case HLO_OUTFEED: case HLO_SEND:
+  case HLO_SEND_DONE: case HLO_RECV: case HLO_RECV_DONE: case HLO_CALL:
+  case HLO_ALL_GATHER: case HLO_ALL_GATHER_START: case HLO_ALL_GATHER_DONE:
+  case HLO_ALL_REDUCE: case HLO_ALL_REDUCE_START: case HLO_ALL_REDUCE_DONE:
+  case HLO_ALL_TO_ALL: case HLO_RAGGED_ALL_TO_ALL: case HLO_REDUCE_SCATTER:
+  case HLO_COLLECTIVE_BROADCAST: case HLO_COLLECTIVE_PERMUTE:
+  case HLO_COLLECTIVE_PERMUTE_START: case HLO_COLLECTIVE_PERMUTE_DONE:
+  case HLO_COLLECTIVE_REDUCE: case HLO_ASYNC_START: case HLO_ASYNC_UPDATE:
+  case HLO_ASYNC_DONE: case HLO_COPY_START: case HLO_COPY_DONE:
+  case HLO_DOMAIN: case HLO_RNG_GET_AND_UPDATE_STATE: case HLO_REPLICA_ID:
+  case HLO_PARTITION_ID: case HLO_RNG: case HLO_RNG_BIT_GENERATOR:
+  case HLO_SET_DIMENSION_SIZE: case HLO_GET_DIMENSION_SIZE:
+  case HLO_DYNAMIC_RESHAPE: case HLO_BATCH_NORM_GRAD:
+  case HLO_BATCH_NORM_INFERENCE: case HLO_BATCH_NORM_TRAINING:
+  case HLO_FFT: case HLO_CHOLESKY: case HLO_TRIANGULAR_SOLVE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  if (is_forwarding(i->op))
+    return true;
+  switch (i->op) {
+  case HLO_CONSTANT: return emit_constant(e, i);
+  case HLO_FUSION: return emit_kernel(e, v, i);
+  case HLO_COPY: return emit_copy(e, v, i);
+  case HLO_WHILE: return emit_while(e, v, i);
+  case HLO_CONDITIONAL: return emit_conditional(e, v, i);
+  default: break;
+  }
+  if (is_unsupported(i->op)) {
+    if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target)
+      return diag_error(e->d, i->loc,
+                        "unsupported op 'custom-call' (target \"%s\"): no "
+                        "thunk for it yet",
+                        i->cc->target);
+    return diag_error(e->d, i->loc, "unsupported op '%s': no thunk for it yet",
+                      hlo_op_name(i->op));
+  }
+  /* Any other op is computed by a kernel of its own (codegen treats it as
+   * a fusion of itself and refuses what it cannot emit). */
+  return emit_kernel(e, v, i);
+}
+
+static bool emit_comp(Emitter *e, const HloComp *c, ThunkSeq *out) {
+  ThunkVec v = {0};
+  bool ok = true;
+  for (int k = 0; ok && k < c->ninstrs; k++)
+    ok = emit_instr(e, &v, c->instrs[k]);
+  out->n = v.len;
+  out->thunks = vec_to_arena(e->a->arena, &v);
+  vec_free(&v);
+  return ok;
+}
+
+/* ---- parameters, outputs, aliasing --------------------------------------- */
+
+/* The leaf number of the subshape at index (depth entries) of s. */
+static int leaf_number(const Shape *s, const I64List *index, Diag *d, Loc loc,
+                       bool *ok) {
+  int n = 0;
+  for (int k = 0; k < index->n; k++) {
+    int64_t j = index->v[k];
+    if (!shape_is_tuple(s) || j < 0 || j >= s->ntuple) {
+      *ok = diag_error(d, loc, "input_output_alias: shape index out of range");
+      return 0;
+    }
+    for (int64_t t = 0; t < j; t++)
+      n += shape_leaf_count(s->tuple[t]);
+    s = s->tuple[j];
+  }
+  if (!shape_is_array(s))
+    *ok = diag_error(d, loc, "input_output_alias: index names no array");
+  return n;
+}
+
+/* The text of a parameter or result leaf: its dimensions and its
+ * minor_to_major only, which is how the buffer holds it (tiles, memory
+ * spaces and other layout parts of the source do not change our buffers). */
+static char *leaf_text(Arena *a, const Shape *s) {
+  Shape plain = *s;
+  Layout l = {0};
+  if (s->layout) {
+    l.rank = s->layout->rank;
+    l.minor_to_major = s->layout->minor_to_major;
+    plain.layout = &l;
+  }
+  StrBuf b;
+  sb_init(&b);
+  shape_print(&b, &plain, true);
+  char *t = arena_strdup(a, b.s);
+  sb_free(&b);
+  return t;
+}
+
+static char *shape_text(Arena *a, const Shape *s) {
+  if (!shape_is_tuple(s))
+    return leaf_text(a, s);
+  StrBuf b;
+  sb_init(&b);
+  sb_putc(&b, '(');
+  for (int k = 0; k < s->ntuple; k++) {
+    if (k)
+      sb_puts(&b, ", ");
+    char *e = shape_text(a, s->tuple[k]);
+    sb_puts(&b, e);
+  }
+  sb_putc(&b, ')');
+  char *t = arena_strdup(a, b.s);
+  sb_free(&b);
+  return t;
+}
+
+static bool emit_params(Emitter *e, const HloComp *entry) {
+  Vec(ArtLeaf) params = {0};
+  PtrVec leaves = {0};
+  bool ok = true;
+  for (int p = 0; ok && p < entry->nparams; p++) {
+    const HloInstr *pi = entry->params[p];
+    int n = leaves_of(pi->shape, &leaves);
+    for (int k = 0; ok && k < n; k++) {
+      const Shape *s = leaves.data[k];
+      if (is_token(s)) {
+        ok = diag_error(e->d, pi->loc,
+                        "unsupported: entry parameter '%s' holds a token",
+                        pi->name);
+        break;
+      }
+      ArtLeaf l = {.shape = leaf_text(e->a->arena, s)};
+      ok = slice_of(e, pi, k, &l.slice);
+      vec_push(&params, l);
+    }
+  }
+  e->a->nparams = params.len;
+  e->a->params = vec_to_arena(e->a->arena, &params);
+  vec_free(&params);
+  vec_free(&leaves);
+  return ok;
+}
+
+static bool emit_outputs(Emitter *e, const HloComp *entry, ThunkVec *v) {
+  const HloInstr *root = entry->root;
+  Vec(ArtLeaf) outs = {0};
+  PtrVec leaves = {0};
+  int n = leaves_of(root->shape, &leaves);
+  bool ok = true;
+  for (int k = 0; ok && k < n; k++) {
+    const Shape *s = leaves.data[k];
+    if (is_token(s)) {
+      ok = diag_error(e->d, root->loc,
+                      "unsupported: the entry result holds a token");
+      break;
+    }
+    ArtLeaf l = {.shape = leaf_text(e->a->arena, s)};
+    ok = slice_of(e, root, k, &l.slice);
+    vec_push(&outs, l);
+  }
+  vec_free(&leaves);
+  /* input_output_alias: the result leaf goes into the parameter's buffer
+   * (a copy at the end, after every read of the parameter). */
+  for (int j = 0; ok && j < e->m->nio_alias; j++) {
+    const AliasEntry *al = &e->m->io_alias[j];
+    if (al->operand < 0 || al->operand >= entry->nparams) {
+      ok = diag_error(e->d, e->m->loc,
+                      "input_output_alias names parameter %lld of %d",
+                      (long long)al->operand, entry->nparams);
+      break;
+    }
+    int ol = leaf_number(root->shape, &al->output_index, e->d, e->m->loc, &ok);
+    const HloInstr *pi = entry->params[al->operand];
+    int pl = leaf_number(pi->shape, &al->operand_index, e->d, e->m->loc, &ok);
+    if (!ok)
+      break;
+    BufSlice ps;
+    if (!(ok = slice_of(e, pi, pl, &ps)))
+      break;
+    ArtLeaf *l = &outs.data[ol];
+    if (l->slice.size != ps.size) {
+      ok = diag_error(e->d, e->m->loc,
+                      "input_output_alias: output leaf %d and parameter %lld "
+                      "differ in size",
+                      ol, (long long)al->operand);
+      break;
+    }
+    if (!slice_equal(l->slice, ps))
+      push_copy(e, v, root, l->slice, ps);
+    l->slice = ps;
+  }
+  e->a->noutputs = outs.len;
+  e->a->outputs = vec_to_arena(e->a->arena, &outs);
+  vec_free(&outs);
+  e->a->result_shape = shape_text(e->a->arena, root->shape);
+  return ok;
+}
+
+static void copy_allocs(Emitter *e) {
+  Arena *ar = e->a->arena;
+  int n = ba_num_allocs(e->ba);
+  BufAlloc *allocs = ARENA_ARRAY(ar, BufAlloc, n ? n : 1);
+  for (int k = 0; k < n; k++) {
+    const BufAlloc *s = ba_alloc(e->ba, k);
+    BufAlloc *t = &allocs[k];
+    *t = *s;
+    t->param_index =
+        s->nparam_index
+            ? arena_memdup(ar, s->param_index,
+                           (size_t)s->nparam_index * sizeof(int64_t))
+            : NULL;
+    t->param_shape = s->param_shape ? arena_strdup(ar, s->param_shape) : NULL;
+    t->output_shape = s->output_shape ? arena_strdup(ar, s->output_shape) : NULL;
+  }
+  e->a->nallocs = n;
+  e->a->allocs = allocs;
+  e->scratch_alloc = n;
+}
+
+/* The staging allocation of copy_leaves, after BA's, when it was used. */
+static void add_scratch_alloc(Emitter *e) {
+  if (e->scratch_size == 0)
+    return;
+  int n = e->a->nallocs;
+  BufAlloc *allocs = ARENA_ARRAY(e->a->arena, BufAlloc, n + 1);
+  if (n)
+    memcpy(allocs, e->a->allocs, (size_t)n * sizeof *allocs);
+  allocs[n] = (BufAlloc){.size = e->scratch_size, .flags = ALLOC_TEMP};
+  e->a->allocs = allocs;
+  e->a->nallocs = n + 1;
+}
+
+Artifact *thunks_emit(const HloModule *m, const BufferAssignment *ba,
+                      Codegen *cg, const char *original_hlo, Diag *d) {
+  Emitter e = {.m = m, .ba = ba, .cg = cg, .d = d};
+  e.a = artifact_new();
+  Arena *ar = e.a->arena;
+  e.a->module_name = arena_strdup(ar, m->name);
+  copy_allocs(&e);
+  ThunkVec v = {0};
+  bool ok = emit_params(&e, m->entry);
+  for (int k = 0; ok && k < m->entry->ninstrs; k++)
+    ok = emit_instr(&e, &v, m->entry->instrs[k]);
+  if (ok)
+    ok = emit_outputs(&e, m->entry, &v);
+  add_scratch_alloc(&e);
+  e.a->entry.n = v.len;
+  e.a->entry.thunks = vec_to_arena(ar, &v);
+  vec_free(&v);
+  e.a->nconsts = e.consts.len;
+  e.a->consts = vec_to_arena(ar, &e.consts);
+  vec_free(&e.consts);
+  hashmap_free(&e.kernel_names);
+  if (ok) {
+    e.a->original_hlo = arena_strdup(ar, original_hlo ? original_hlo : "");
+    StrBuf b;
+    sb_init(&b);
+    hlo_print_module(&b, m, &print_options_default);
+    e.a->optimized_hlo = arena_strdup(ar, b.s);
+    sb_free(&b);
+  }
+  if (!ok) {
+    artifact_free(e.a);
+    return NULL;
+  }
+  return e.a;
+}

@@ -1,0 +1,935 @@
+/*
+ * test_codegen_reduce.c - the reduction and dot kernels of the code
+ * generator (emitters/reduction_kernel.c, emitters/dot_kernel.c).
+ *
+ * Each case is a module whose entry root is one fusion (or bare op).  The
+ * host kernel is built into a shared object, loaded and run on random
+ * inputs laid out physically as the parameters' layouts say; its outputs
+ * are compared with the interpreter's (lib/eval) on the same inputs.  The
+ * NVPTX kernel of the same module is checked with ptxas -arch=sm_90 when
+ * ptxas is installed (there is no GPU to run it here).
+ */
+#include <criterion/criterion.h>
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../emitters/codegen.h"
+#include "../../lib/eval/eval.h"
+
+#define PTXAS "/usr/local/cuda/bin/ptxas"
+
+static HloModule **Mods;
+static int NMods;
+static SrcFile *Src;
+static Arena *A;
+static Diag D;
+static char Dir[64];
+
+static void teardown(void) {
+  for (int k = 0; k < NMods; k++) hlo_module_free(Mods[k]);
+  free(Mods);
+  Mods = NULL;
+  NMods = 0;
+  if (Src) srcfile_free(Src);
+  Src = NULL;
+  if (A) arena_free(A);
+  A = NULL;
+  diag_clear(&D);
+  if (Dir[0]) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", Dir);
+    cr_expect(system(cmd) == 0);
+    Dir[0] = 0;
+  }
+}
+
+TestSuite(codegen_reduce, .fini = teardown);
+
+static HloModule *parse(const char *text) {
+  Src = srcfile_from_string("test.hlo", text, strlen(text));
+  ParseOptions po = {.strip_glog_prefixes = true};
+  NMods = hlo_parse(Src, &po, &Mods, &D);
+  cr_assert(NMods >= 1, "parse: %s", D.msg);
+  cr_assert(hlo_verify(Mods[0], &D), "verify: %s", D.msg);
+  if (!A) A = arena_new();
+  return Mods[0];
+}
+
+/* Physical (layout-order) linear index of logical row-major index `lin`. */
+static int64_t physical_index(const Shape *s, int64_t lin) {
+  int64_t idx[64];
+  for (int d = s->rank - 1; d >= 0; d--) {
+    idx[d] = lin % s->dims[d];
+    lin /= s->dims[d];
+  }
+  int64_t p = 0;
+  for (int j = s->rank - 1; j >= 0; j--) {
+    int64_t d = s->layout ? s->layout->minor_to_major[j] : s->rank - 1 - j;
+    p = p * s->dims[d] + idx[d];
+  }
+  return p;
+}
+
+/* Copies between a literal's logical order and a buffer in s's layout. */
+static void *to_physical(const Literal *l, const Shape *s) {
+  int64_t n = shape_elements(s);
+  int eb = et_bytes(s->et);
+  uint8_t *p = calloc((size_t)(n > 0 ? n : 1), (size_t)eb);
+  for (int64_t k = 0; k < n; k++)
+    memcpy(p + physical_index(s, k) * eb, l->data + k * eb, (size_t)eb);
+  return p;
+}
+
+static void from_physical(const void *buf, const Shape *s, Literal *l) {
+  int64_t n = shape_elements(s);
+  int eb = et_bytes(s->et);
+  for (int64_t k = 0; k < n; k++)
+    memcpy(l->data + k * eb, (const uint8_t *)buf + physical_index(s, k) * eb, (size_t)eb);
+}
+
+static const HloInstr *kernel_instr(const HloModule *m) {
+  return m->entry->root;
+}
+
+/*
+ * A small SIMT emulator for the GPU kernels: the NVPTX module's
+ * unoptimized LLVM IR is retargeted to the host (the nvvm intrinsics
+ * renamed to emulator functions) and each block is run as one POSIX thread
+ * per GPU thread, with pthread barriers for __syncthreads and for the warp
+ * exchange behind shfl.sync.  A shuffle that not all 32 lanes of a warp
+ * reach, or a barrier under divergent control flow, hangs the run (the
+ * test's time limit catches it).
+ */
+static const char *EmuSource =
+  "#include <math.h>\n#include <pthread.h>\n#include <stdint.h>\n"
+  "#include <stdlib.h>\n#include <string.h>\n"
+  "typedef struct { unsigned x, y, z; } D3;\n"
+  "static D3 grid, block, bid;\nstatic __thread D3 tid;\n"
+  "static pthread_barrier_t bar, wbar[32];\nstatic uint32_t slots[32][32];\n"
+  "#define SREG(v, s, e) unsigned sr_##v(void) __asm__(\"emu_nvvm_read.ptx.sreg.\" s); \\\n"
+  "  unsigned sr_##v(void) { return e; }\n"
+  "#define SREG3(n, e) SREG(n##_x, #n \".x\", e.x) SREG(n##_y, #n \".y\", e.y) \\\n"
+  "  SREG(n##_z, #n \".z\", e.z)\n"
+  "SREG3(tid, tid) SREG3(ntid, block) SREG3(ctaid, bid) SREG3(nctaid, grid)\n"
+  "static unsigned lin(void) { return tid.x + block.x * (tid.y + block.y * tid.z); }\n"
+  "uint32_t shfl_i(uint32_t m, uint32_t v, uint32_t lm, uint32_t c)"
+  " __asm__(\"emu_nvvm_shfl.sync.bfly.i32\");\n"
+  "uint32_t shfl_i(uint32_t m, uint32_t v, uint32_t lm, uint32_t c) {\n"
+  "  unsigned l = lin(), w = l / 32, lane = l % 32;\n"
+  "  slots[w][lane] = v; pthread_barrier_wait(&wbar[w]);\n"
+  "  uint32_t r = slots[w][(lane ^ lm) & 31]; pthread_barrier_wait(&wbar[w]);\n"
+  "  return r; }\n"
+  "float shfl_f(uint32_t m, float v, uint32_t lm, uint32_t c)"
+  " __asm__(\"emu_nvvm_shfl.sync.bfly.f32\");\n"
+  "float shfl_f(uint32_t m, float v, uint32_t lm, uint32_t c) {\n"
+  "  uint32_t b; memcpy(&b, &v, 4); b = shfl_i(m, b, lm, c); memcpy(&v, &b, 4);"
+  " return v; }\n"
+  "void barrier0(void) __asm__(\"emu_nvvm_barrier0\");\n"
+  "void barrier0(void) { pthread_barrier_wait(&bar); }\n"
+  "float __nv_expf(float x) { return expf(x); }\n"
+  "double __nv_exp(double x) { return exp(x); }\n"
+  "typedef struct { void *fn; void **args; int nargs; D3 tid; } Th;\n"
+  "typedef void *P;\n"
+  "static void *run(void *p) {\n"
+  "  Th *t = p; tid = t->tid; P *a = t->args;\n"
+  "  switch (t->nargs) {\n"
+  "  case 2: ((void (*)(P, P))t->fn)(a[0], a[1]); break;\n"
+  "  case 3: ((void (*)(P, P, P))t->fn)(a[0], a[1], a[2]); break;\n"
+  "  case 4: ((void (*)(P, P, P, P))t->fn)(a[0], a[1], a[2], a[3]); break;\n"
+  "  case 5: ((void (*)(P, P, P, P, P))t->fn)(a[0], a[1], a[2], a[3], a[4]); break;\n"
+  "  default: abort();\n  }\n  return 0; }\n"
+  "int emu_launch(void *fn, void **args, int nargs, const unsigned *g,"
+  " const unsigned *b) {\n"
+  "  grid = (D3){g[0], g[1], g[2]}; block = (D3){b[0], b[1], b[2]};\n"
+  "  unsigned nt = b[0] * b[1] * b[2];\n"
+  "  if (nt == 0 || nt > 1024) return -1;\n"
+  "  pthread_barrier_init(&bar, 0, nt);\n"
+  "  for (unsigned w = 0; w * 32 < nt; w++)\n"
+  "    pthread_barrier_init(&wbar[w], 0, nt - w * 32 < 32 ? nt - w * 32 : 32);\n"
+  "  Th *th = calloc(nt, sizeof *th); pthread_t *ids = calloc(nt, sizeof *ids);\n"
+  "  pthread_attr_t at; pthread_attr_init(&at);"
+  " pthread_attr_setstacksize(&at, 1 << 17);\n"
+  "  int rc = 0;\n"
+  "  for (unsigned z = 0; z < g[2]; z++) for (unsigned y = 0; y < g[1]; y++)\n"
+  "  for (unsigned x = 0; x < g[0]; x++) {\n"
+  "    bid = (D3){x, y, z}; unsigned k = 0;\n"
+  "    for (unsigned tz = 0; tz < b[2]; tz++) for (unsigned ty = 0; ty < b[1]; ty++)\n"
+  "    for (unsigned tx = 0; tx < b[0]; tx++, k++) {\n"
+  "      th[k] = (Th){fn, args, nargs, {tx, ty, tz}};\n"
+  "      if (pthread_create(&ids[k], &at, run, &th[k])) abort(); }\n"
+  "    for (k = 0; k < nt; k++) pthread_join(ids[k], 0);\n"
+  "  }\n"
+  "  free(th); free(ids); return rc; }\n";
+
+/* The IR with the nvvm intrinsics renamed to the emulator's functions and
+ * without the NVPTX target and calling convention. */
+static char *retarget_ir(const char *ir) {
+  StrBuf o;
+  sb_init(&o);
+  for (const char *p = ir; *p;) {
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p + 1) : strlen(p);
+    if (strncmp(p, "target ", 7) == 0) {
+      p += n;
+      continue;
+    }
+    for (size_t k = 0; k < n;) {
+      if (n - k >= 10 && strncmp(p + k, "llvm.nvvm.", 10) == 0) {
+        sb_puts(&o, "emu_nvvm_");
+        k += 10;
+      } else if (n - k >= 11 && strncmp(p + k, "ptx_kernel ", 11) == 0) {
+        k += 11;
+      } else {
+        sb_putc(&o, p[k++]);
+      }
+    }
+    p += n;
+  }
+  return sb_detach(&o);
+}
+
+/* Runs the NVPTX kernel of m under the emulator on the same buffers
+ * layout as the host kernel (bufs, nb pointers). */
+static void run_emulated(const HloModule *m, void **bufs, int nb) {
+  CodegenOptions o;
+  codegen_options_default(&o);
+  o.target = CG_TARGET_NVPTX;
+  Codegen *cg = codegen_new("reduce_emu", &o, &D);
+  cr_assert(cg, "codegen_new(nvptx): %s", D.msg);
+  LaunchDims ld;
+  cr_assert(codegen_kernel(cg, kernel_instr(m), "kern", &ld, &D), "nvptx kernel: %s", D.msg);
+  StrBuf ir;
+  sb_init(&ir);
+  cr_assert(codegen_llvm_ir(cg, false, &ir, &D), "ir: %s", D.msg);
+  codegen_free(cg);
+  char *host_ir = retarget_ir(ir.s);
+  sb_free(&ir);
+  char path[128], cmd[512];
+  snprintf(path, sizeof path, "%s/emu.ll", Dir);
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs(host_ir, f);
+  fclose(f);
+  free(host_ir);
+  snprintf(path, sizeof path, "%s/emu.c", Dir);
+  f = fopen(path, "w");
+  cr_assert(f);
+  fputs(EmuSource, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "clang-19 -O0 -w -shared -fPIC %s/emu.ll %s/emu.c -o %s/emu.so -lpthread -lm",
+           Dir, Dir, Dir);
+  cr_assert(system(cmd) == 0, "clang could not build the emulated kernel");
+  snprintf(path, sizeof path, "%s/emu.so", Dir);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  cr_assert(h, "dlopen: %s", dlerror());
+  void *kern = dlsym(h, "kern");
+  int (*launch)(void *, void **, int, const unsigned *, const unsigned *) =
+      (int (*)(void *, void **, int, const unsigned *, const unsigned *))dlsym(h, "emu_launch");
+  cr_assert(kern && launch);
+  cr_assert(launch(kern, bufs, nb, ld.grid, ld.block) == 0, "launch dims %ux%ux%u",
+            ld.block[0], ld.block[1], ld.block[2]);
+  dlclose(h);
+}
+
+static bool have_clang(void) {
+  return system("command -v clang-19 >/dev/null 2>&1") == 0;
+}
+
+static void check_ptx(const HloModule *m) {
+  if (access(PTXAS, X_OK) != 0) return;
+  CodegenOptions o;
+  codegen_options_default(&o);
+  o.target = CG_TARGET_NVPTX;
+  Codegen *cg = codegen_new("reduce_test", &o, &D);
+  cr_assert(cg, "codegen_new(nvptx): %s", D.msg);
+  LaunchDims ld;
+  cr_assert(codegen_kernel(cg, kernel_instr(m), "kern", &ld, &D), "nvptx kernel: %s", D.msg);
+  cr_assert(ld.block[0] * ld.block[1] * ld.block[2] <= 1024 && ld.block[0] > 0 &&
+            ld.grid[0] > 0 && ld.grid[1] > 0 && ld.grid[1] <= 65535 && ld.grid[2] > 0 &&
+            ld.grid[2] <= 65535, "launch dims");
+  StrBuf ptx;
+  sb_init(&ptx);
+  cr_assert(codegen_ptx(cg, &ptx, &D), "ptx: %s", D.msg);
+  char path[128], cmd[512];
+  snprintf(path, sizeof path, "%s/k.ptx", Dir);
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs(ptx.s, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, PTXAS " -arch=sm_90 %s -o %s/k.cubin", path, Dir);
+  int rc = system(cmd);
+  cr_assert(rc == 0, "ptxas rejected the PTX:\n%s", ptx.s);
+  sb_free(&ptx);
+  codegen_free(cg);
+}
+
+/* The GPU kernels sum in another order (strided partial sums, shuffle
+ * trees): exact comparisons stay exact, float tolerances grow. */
+static double gpu_atol(double t) {
+  return t == 0 ? 0 : t * 10;
+}
+
+/* Runs the host kernel and the interpreter on the same random inputs, then
+ * the GPU kernel under the emulator. */
+static void check(const char *hlo, double atol, double rtol) {
+  HloModule *m = parse(hlo);
+  snprintf(Dir, sizeof Dir, "/tmp/xhloc-c2-XXXXXX");
+  cr_assert(mkdtemp(Dir), "mkdtemp");
+  const HloInstr *ki = kernel_instr(m);
+
+  int np = m->entry->nparams;
+  Literal *args[16];
+  void *bufs[64];
+  int nb = 0;
+  cr_assert(np <= 16);
+  for (int k = 0; k < np; k++) {
+    const Shape *s = m->entry->params[k]->shape;
+    args[k] = io_random_literal(A, s, 1234 + (uint64_t)k, -1);
+    cr_assert(args[k]);
+  }
+  /* kernel operands are entry parameters here */
+  for (int k = 0; k < ki->nops; k++) {
+    cr_assert(ki->ops[k]->op == HLO_PARAMETER);
+    const Shape *s = ki->ops[k]->shape;
+    bufs[nb++] = to_physical(args[ki->ops[k]->param_number], s);
+  }
+  PtrVec leaves = {0};
+  io_shape_leaves(ki->shape, &leaves);
+  int out0 = nb;
+  for (int k = 0; k < leaves.len; k++) {
+    const Shape *s = leaves.data[k];
+    int64_t n = shape_elements(s);
+    bufs[nb] = calloc((size_t)(n > 0 ? n : 1), (size_t)et_bytes(s->et));
+    memset(bufs[nb], 0xA5, (size_t)(n > 0 ? n : 1) * (size_t)et_bytes(s->et));
+    nb++;
+  }
+
+  EvalOptions eo;
+  eval_options_default(&eo);
+  Literal *expect;
+  cr_assert(eval_module(m, np, args, A, &eo, &expect, &D, NULL), "eval: %s", D.msg);
+  Literal **el;
+  int nel = io_literal_leaves(expect, &el);
+  cr_assert_eq(nel, leaves.len);
+
+  CodegenOptions o;
+  codegen_options_default(&o);
+  o.target = CG_TARGET_HOST;
+  Codegen *cg = codegen_new("reduce_test", &o, &D);
+  cr_assert(cg, "codegen_new(host): %s", D.msg);
+  LaunchDims ld;
+  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "host kernel: %s", D.msg);
+  char so[128];
+  snprintf(so, sizeof so, "%s/k.so", Dir);
+  cr_assert(codegen_host_so(cg, so, &D), "host so: %s", D.msg);
+  codegen_free(cg);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  cr_assert(h, "dlopen: %s", dlerror());
+  void (*fn)(void **) = (void (*)(void **))dlsym(h, "kern");
+  cr_assert(fn, "dlsym kern");
+  fn(bufs);
+  for (int k = 0; k < leaves.len; k++) {
+    const Shape *s = leaves.data[k];
+    Literal *got = literal_new(A, (Shape *)s);
+    from_physical(bufs[out0 + k], s, got);
+    StrBuf why;
+    sb_init(&why);
+    cr_expect(io_compare(got, el[k], atol, rtol, &why), "output %d: %s", k, why.s);
+    sb_free(&why);
+  }
+  dlclose(h);
+  if (have_clang()) {
+    for (int k = 0; k < leaves.len; k++) {
+      const Shape *s = leaves.data[k];
+      int64_t n = shape_elements(s);
+      memset(bufs[out0 + k], 0xA5, (size_t)(n > 0 ? n : 1) * (size_t)et_bytes(s->et));
+    }
+    run_emulated(m, bufs, nb);
+    for (int k = 0; k < leaves.len; k++) {
+      const Shape *s = leaves.data[k];
+      Literal *got = literal_new(A, (Shape *)s);
+      from_physical(bufs[out0 + k], s, got);
+      StrBuf why;
+      sb_init(&why);
+      cr_expect(io_compare(got, el[k], gpu_atol(atol), gpu_atol(rtol), &why),
+                "emulated GPU output %d: %s", k, why.s);
+      sb_free(&why);
+    }
+  }
+  for (int k = 0; k < nb; k++) free(bufs[k]);
+  free(el);
+  vec_free(&leaves);
+  check_ptx(m);
+}
+
+/* An error (not a wrong kernel) naming `what`, on the host target. */
+static void check_refused(const char *hlo, const char *what) {
+  HloModule *m = parse(hlo);
+  CodegenOptions o;
+  codegen_options_default(&o);
+  o.target = CG_TARGET_HOST;
+  Codegen *cg = codegen_new("reduce_test", &o, &D);
+  cr_assert(cg, "codegen_new(host): %s", D.msg);
+  LaunchDims ld;
+  cr_assert(!codegen_kernel(cg, kernel_instr(m), "kern", &ld, &D), "accepted");
+  cr_assert(D.msg && strstr(D.msg, what), "message: %s", D.msg ? D.msg : "(none)");
+  cr_assert(D.loc.line > 0, "no location");
+  codegen_free(cg);
+}
+
+#define ADD_F32                                                                \
+  "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"                \
+  "  ROOT s = f32[] add(a, b)\n}\n"
+
+/*
+ * Reductions
+ */
+Test(codegen_reduce, row_sum_of_squares) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[37,300] parameter(0)\n"
+        "  sq = f32[37,300] multiply(p, p)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[37] reduce(sq, z), dimensions={1}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[37,300] parameter(0)\n"
+        "  ROOT f = f32[37] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, long_row_block) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[3,5000] parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[3] reduce(p, z), dimensions={1}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[3,5000] parameter(0)\n"
+        "  ROOT f = f32[3] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-4, 1e-5);
+}
+
+Test(codegen_reduce, column_sum) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[300,37] parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[37] reduce(p, z), dimensions={0}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[300,37] parameter(0)\n"
+        "  ROOT f = f32[37] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, column_of_transposed_layout) {
+  /* dim 0 is minor in memory: reducing it is a row reduction */
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[70,9]{0,1} parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[9] reduce(p, z), dimensions={0}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[70,9]{0,1} parameter(0)\n"
+        "  ROOT f = f32[9] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, full_max) {
+  check("HloModule m\n"
+        "mx {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] maximum(a, b)\n}\n"
+        "fused {\n"
+        "  p = f32[13,57] parameter(0)\n"
+        "  z = f32[] constant(-inf)\n"
+        "  ROOT r = f32[] reduce(p, z), dimensions={0,1}, to_apply=mx\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[13,57] parameter(0)\n"
+        "  ROOT f = f32[] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, full_sum_large) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[40,130] parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[] reduce(p, z), dimensions={1,0}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[40,130] parameter(0)\n"
+        "  ROOT f = f32[] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-4, 1e-5);
+}
+
+Test(codegen_reduce, multi_dim_min) {
+  check("HloModule m\n"
+        "mn {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] minimum(a, b)\n}\n"
+        "fused {\n"
+        "  p = f32[4,5,6,7] parameter(0)\n"
+        "  z = f32[] constant(inf)\n"
+        "  ROOT r = f32[5,7] reduce(p, z), dimensions={0,2}, to_apply=mn\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[4,5,6,7] parameter(0)\n"
+        "  ROOT f = f32[5,7] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, multi_dim_minor_reduced) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[6,5,4,7] parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[6,4] reduce(p, z), dimensions={1,3}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[6,5,4,7] parameter(0)\n"
+        "  ROOT f = f32[6,4] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, product) {
+  check("HloModule m\n"
+        "mul {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] multiply(a, b)\n}\n"
+        "fused {\n"
+        "  p = f32[8,6] parameter(0)\n"
+        "  one = f32[] constant(1)\n"
+        "  ROOT r = f32[8] reduce(p, one), dimensions={1}, to_apply=mul\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[8,6] parameter(0)\n"
+        "  ROOT f = f32[8] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-7, 1e-5);
+}
+
+Test(codegen_reduce, s32_sum_and_pred_and) {
+  check("HloModule m\n"
+        "addi {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n"
+        "  ROOT s = s32[] add(a, b)\n}\n"
+        "fused {\n"
+        "  p = s32[17,45] parameter(0)\n"
+        "  z = s32[] constant(0)\n"
+        "  ROOT r = s32[45] reduce(p, z), dimensions={0}, to_apply=addi\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = s32[17,45] parameter(0)\n"
+        "  ROOT f = s32[45] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, pred_and_row) {
+  check("HloModule m\n"
+        "land {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n"
+        "  ROOT s = pred[] and(a, b)\n}\n"
+        "fused {\n"
+        "  p = f32[16,3] parameter(0)\n"
+        "  c = f32[] constant(-0.9)\n"
+        "  cb = f32[16,3] broadcast(c), dimensions={}\n"
+        "  gt = pred[16,3] compare(p, cb), direction=GT\n"
+        "  t = pred[] constant(true)\n"
+        "  ROOT r = pred[16] reduce(gt, t), dimensions={1}, to_apply=land\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[16,3] parameter(0)\n"
+        "  ROOT f = pred[16] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+#define ARGMAX                                                                 \
+  "argmax {\n"                                                                 \
+  "  a0 = f32[] parameter(0)\n  a1 = s32[] parameter(1)\n"                     \
+  "  b0 = f32[] parameter(2)\n  b1 = s32[] parameter(3)\n"                     \
+  "  gt = pred[] compare(a0, b0), direction=GT\n"                              \
+  "  an = pred[] compare(a0, a0), direction=NE\n"                             \
+  "  eq = pred[] compare(a0, b0), direction=EQ\n"                              \
+  "  lti = pred[] compare(a1, b1), direction=LT\n"                             \
+  "  tie = pred[] and(eq, lti)\n"                                              \
+  "  g = pred[] or(gt, an)\n"                                                 \
+  "  keep = pred[] or(g, tie)\n"                                               \
+  "  v = f32[] select(keep, a0, b0)\n"                                         \
+  "  i = s32[] select(keep, a1, b1)\n"                                         \
+  "  ROOT t = (f32[], s32[]) tuple(v, i)\n"                                    \
+  "}\n"
+
+Test(codegen_reduce, variadic_argmax) {
+  check("HloModule m\n" ARGMAX
+        "fused {\n"
+        "  p = f32[8,100] parameter(0)\n"
+        "  io = s32[8,100] iota(), iota_dimension=1\n"
+        "  ninf = f32[] constant(-inf)\n"
+        "  z = s32[] constant(0)\n"
+        "  ROOT r = (f32[8], s32[8]) reduce(p, io, ninf, z), dimensions={1}, "
+        "to_apply=argmax\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[8,100] parameter(0)\n"
+        "  ROOT f = (f32[8], s32[8]) fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, variadic_gte_root) {
+  check("HloModule m\n" ARGMAX
+        "fused {\n"
+        "  p = f32[5,2000] parameter(0)\n"
+        "  io = s32[5,2000] iota(), iota_dimension=1\n"
+        "  ninf = f32[] constant(-inf)\n"
+        "  z = s32[] constant(0)\n"
+        "  r = (f32[5], s32[5]) reduce(p, io, ninf, z), dimensions={1}, "
+        "to_apply=argmax\n"
+        "  ROOT i = s32[5] get-tuple-element(r), index=1\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[5,2000] parameter(0)\n"
+        "  ROOT f = s32[5] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, variadic_argmax_column) {
+  check("HloModule m\n" ARGMAX
+        "fused {\n"
+        "  p = f32[130,3,7] parameter(0)\n"
+        "  io = s32[130,3,7] iota(), iota_dimension=0\n"
+        "  ninf = f32[] constant(-inf)\n"
+        "  z = s32[] constant(0)\n"
+        "  ROOT r = (f32[3,7], s32[3,7]) reduce(p, io, ninf, z), dimensions={0}, "
+        "to_apply=argmax\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[130,3,7] parameter(0)\n"
+        "  ROOT f = (f32[3,7], s32[3,7]) fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, column_many_outputs_fused_exp) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[2,70,50] parameter(0)\n"
+        "  e = f32[2,70,50] exponential(p)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[2,50] reduce(e, z), dimensions={1}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[2,70,50] parameter(0)\n"
+        "  ROOT f = f32[2,50] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, bf16_input_converted) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = bf16[24,80] parameter(0)\n"
+        "  c = f32[24,80] convert(p)\n"
+        "  z = f32[] constant(0)\n"
+        "  ROOT r = f32[24] reduce(c, z), dimensions={1}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = bf16[24,80] parameter(0)\n"
+        "  ROOT f = f32[24] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, f64_and_multi_output_tuple) {
+  check("HloModule m\n"
+        "addd {\n  a = f64[] parameter(0)\n  b = f64[] parameter(1)\n"
+        "  ROOT s = f64[] add(a, b)\n}\n"
+        "fused {\n"
+        "  p = f64[7,33] parameter(0)\n"
+        "  z = f64[] constant(0)\n"
+        "  r = f64[7] reduce(p, z), dimensions={1}, to_apply=addd\n"
+        "  b = f64[7,1] bitcast(r)\n"
+        "  ROOT t = (f64[7], f64[7,1]) tuple(r, b)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f64[7,33] parameter(0)\n"
+        "  ROOT f = (f64[7], f64[7,1]) fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-12, 1e-12);
+}
+
+Test(codegen_reduce, bare_reduce) {
+  check("HloModule m\n" ADD_F32
+        "ENTRY e {\n"
+        "  p = f32[9,11] parameter(0)\n"
+        "  z = f32[] parameter(1)\n"
+        "  ROOT r = f32[11] reduce(p, z), dimensions={0}, to_apply=add\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+/* An output computed from the reduce's result: the reduction emitter
+ * refuses it and codegen falls back to the loop kernel, which must still
+ * give the right values. */
+Test(codegen_reduce, epilogue_output) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[4,8] parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  r = f32[4] reduce(p, z), dimensions={1}, to_apply=add\n"
+        "  n = f32[4] negate(r)\n"
+        "  ROOT t = (f32[4], f32[4]) tuple(r, n)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[4,8] parameter(0)\n"
+        "  ROOT f = (f32[4], f32[4]) fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, pred_or_long_rows) {
+  check("HloModule m\n"
+        "lor {\n  a = pred[] parameter(0)\n  b = pred[] parameter(1)\n"
+        "  ROOT s = pred[] or(a, b)\n}\n"
+        "fused {\n"
+        "  p = f32[3,3000] parameter(0)\n"
+        "  c = f32[] constant(0.9995)\n"
+        "  cb = f32[3,3000] broadcast(c), dimensions={}\n"
+        "  gt = pred[3,3000] compare(p, cb), direction=GT\n"
+        "  f = pred[] constant(false)\n"
+        "  ROOT r = pred[3] reduce(gt, f), dimensions={1}, to_apply=lor\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[3,3000] parameter(0)\n"
+        "  ROOT f = pred[3] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, f16_long_rows) {
+  check("HloModule m\n"
+        "addh {\n  a = f16[] parameter(0)\n  b = f16[] parameter(1)\n"
+        "  ROOT s = f16[] add(a, b)\n}\n"
+        "fused {\n"
+        "  p = f16[2,1500] parameter(0)\n"
+        "  z = f16[] constant(0)\n"
+        "  ROOT r = f16[2] reduce(p, z), dimensions={1}, to_apply=addh\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f16[2,1500] parameter(0)\n"
+        "  ROOT f = f16[2] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0.1, 1e-2);
+}
+
+Test(codegen_reduce, s64_full_sum) {
+  check("HloModule m\n"
+        "addl {\n  a = s64[] parameter(0)\n  b = s64[] parameter(1)\n"
+        "  ROOT s = s64[] add(a, b)\n}\n"
+        "fused {\n"
+        "  p = s64[3,1111] parameter(0)\n"
+        "  z = s64[] constant(0)\n"
+        "  ROOT r = s64[] reduce(p, z), dimensions={0,1}, to_apply=addl\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = s64[3,1111] parameter(0)\n"
+        "  ROOT f = s64[] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, empty_reduced_dim) {
+  check("HloModule m\n" ADD_F32
+        "fused {\n"
+        "  p = f32[5,0] parameter(0)\n"
+        "  z = f32[] constant(2.5)\n"
+        "  ROOT r = f32[5] reduce(p, z), dimensions={1}, to_apply=add\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  p = f32[5,0] parameter(0)\n"
+        "  ROOT f = f32[5] fusion(p), kind=kInput, calls=fused\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, complex_refused) {
+  check_refused("HloModule m\n"
+                "addc {\n  a = c64[] parameter(0)\n  b = c64[] parameter(1)\n"
+                "  ROOT s = c64[] add(a, b)\n}\n"
+                "fused {\n"
+                "  p = c64[4,8] parameter(0)\n"
+                "  z = c64[] constant((0, 0))\n"
+                "  ROOT r = c64[4] reduce(p, z), dimensions={1}, to_apply=addc\n"
+                "}\n"
+                "ENTRY e {\n"
+                "  p = c64[4,8] parameter(0)\n"
+                "  ROOT f = c64[4] fusion(p), kind=kInput, calls=fused\n"
+                "}\n",
+                "c64");
+}
+
+/*
+ * Dots
+ */
+Test(codegen_reduce, dot_batch) {
+  check("HloModule m\n"
+        "fused {\n"
+        "  a = f32[2,3,17] parameter(0)\n"
+        "  b = f32[2,17,5] parameter(1)\n"
+        "  ROOT d = f32[2,3,5] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+        "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  a = f32[2,3,17] parameter(0)\n"
+        "  b = f32[2,17,5] parameter(1)\n"
+        "  ROOT f = f32[2,3,5] fusion(a, b), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, dot_transposed_contracting) {
+  check("HloModule m\n"
+        "fused {\n"
+        "  a = f32[37,9] parameter(0)\n"
+        "  b = f32[11,37] parameter(1)\n"
+        "  ROOT d = f32[9,11] dot(a, b), lhs_contracting_dims={0}, "
+        "rhs_contracting_dims={1}\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  a = f32[37,9] parameter(0)\n"
+        "  b = f32[11,37] parameter(1)\n"
+        "  ROOT f = f32[9,11] fusion(a, b), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, dot_vector_matrix) {
+  check("HloModule m\n"
+        "fused {\n"
+        "  a = f32[33] parameter(0)\n"
+        "  b = f32[33,7] parameter(1)\n"
+        "  ROOT d = f32[7] dot(a, b), lhs_contracting_dims={0}, "
+        "rhs_contracting_dims={0}\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  a = f32[33] parameter(0)\n"
+        "  b = f32[33,7] parameter(1)\n"
+        "  ROOT f = f32[7] fusion(a, b), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, dot_two_contracting_dims_and_layout) {
+  check("HloModule m\n"
+        "fused {\n"
+        "  a = f32[3,4,5]{0,1,2} parameter(0)\n"
+        "  b = f32[5,4,6] parameter(1)\n"
+        "  ROOT d = f32[3,6] dot(a, b), lhs_contracting_dims={1,2}, "
+        "rhs_contracting_dims={1,0}\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  a = f32[3,4,5]{0,1,2} parameter(0)\n"
+        "  b = f32[5,4,6] parameter(1)\n"
+        "  ROOT f = f32[3,6] fusion(a, b), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, dot_bf16) {
+  check("HloModule m\n"
+        "fused {\n"
+        "  a = bf16[20,35] parameter(0)\n"
+        "  b = bf16[35,19] parameter(1)\n"
+        "  ROOT d = bf16[20,19] dot(a, b), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  a = bf16[20,35] parameter(0)\n"
+        "  b = bf16[35,19] parameter(1)\n"
+        "  ROOT f = bf16[20,19] fusion(a, b), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-2, 1e-2);
+}
+
+Test(codegen_reduce, dot_f16_batch_two_dims) {
+  check("HloModule m\n"
+        "fused {\n"
+        "  a = f16[2,3,4,10] parameter(0)\n"
+        "  b = f16[3,2,10,5] parameter(1)\n"
+        "  ROOT d = f16[2,3,4,5] dot(a, b), lhs_batch_dims={0,1}, "
+        "rhs_batch_dims={1,0}, lhs_contracting_dims={3}, rhs_contracting_dims={2}\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  a = f16[2,3,4,10] parameter(0)\n"
+        "  b = f16[3,2,10,5] parameter(1)\n"
+        "  ROOT f = f16[2,3,4,5] fusion(a, b), kind=kCustom, calls=fused\n"
+        "}\n",
+        2e-3, 2e-3);
+}
+
+Test(codegen_reduce, dot_s32) {
+  check("HloModule m\n"
+        "ENTRY e {\n"
+        "  a = s32[6,21] parameter(0)\n"
+        "  b = s32[21,18] parameter(1)\n"
+        "  ROOT d = s32[6,18] dot(a, b), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, dot_fused_transpose_operand) {
+  check("HloModule m\n"
+        "fused {\n"
+        "  a = f32[40,23] parameter(0)\n"
+        "  t = f32[23,40] transpose(a), dimensions={1,0}\n"
+        "  b = f32[40,18] parameter(1)\n"
+        "  n = f32[40,18] negate(b)\n"
+        "  ROOT d = f32[23,18] dot(t, n), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  a = f32[40,23] parameter(0)\n"
+        "  b = f32[40,18] parameter(1)\n"
+        "  ROOT f = f32[23,18] fusion(a, b), kind=kOutput, calls=fused\n"
+        "}\n",
+        1e-5, 1e-5);
+}
+
+Test(codegen_reduce, dot_empty_contracting) {
+  check("HloModule m\n"
+        "ENTRY e {\n"
+        "  a = f32[3,0] parameter(0)\n"
+        "  b = f32[0,4] parameter(1)\n"
+        "  ROOT d = f32[3,4] dot(a, b), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}\n"
+        "}\n",
+        0, 0);
+}
+
+Test(codegen_reduce, dot_large_tiles) {
+  check("HloModule m\n"
+        "ENTRY e {\n"
+        "  a = f32[70,45] parameter(0)\n"
+        "  b = f32[45,33] parameter(1)\n"
+        "  ROOT d = f32[70,33] dot(a, b), lhs_contracting_dims={1}, "
+        "rhs_contracting_dims={0}\n"
+        "}\n",
+        1e-5, 1e-5);
+}
