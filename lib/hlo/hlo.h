@@ -368,6 +368,11 @@ struct Instruction {
   int nops;
   int ncalled;
   HloComp *parent;
+  /* Control predecessors sit with the graph fields: every pass reads these
+   * of each instruction, and together they fit in one or two cache lines. */
+  HloInstr **control_preds;
+  int ncontrol_preds;
+  int nparam_replication;
   Loc loc;                        /* where the instruction was written */
 
   /* Common optional attributes. */
@@ -379,10 +384,7 @@ struct Instruction {
   char *origin;                   /* raw */
   char *result_accuracy;          /* raw */
   bool *param_replication;        /* parameter_replication={true,false} */
-  HloInstr **control_preds;
   RawAttr *raw_attrs;             /* attributes the parser does not know */
-  int nparam_replication;
-  int ncontrol_preds;
   int nraw_attrs;
 
   /* Per-opcode attributes.  Pointers and 64-bit values first, then 32-bit

@@ -93,7 +93,11 @@ struct IrEdit {
 static void ensure_cap(IrEdit *e, int id) {
   if (id < e->cap)
     return;
-  int cap = e->cap ? e->cap : 64;
+  /* The first call sizes the arrays for the module (id is m->next_id or
+   * near it) with a little room for new instructions: rounding that up to
+   * a power of two would allocate and clear up to twice the memory, which
+   * every pass pays for on a large module. */
+  int cap = e->cap ? e->cap : id + id / 8 + 64;
   while (cap <= id)
     cap *= 2;
   e->users = xreallocarray(e->users, (size_t)cap, sizeof *e->users);
