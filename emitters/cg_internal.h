@@ -172,6 +172,25 @@ void cg_elemental_clear_cache(CgElemental *e);
 bool cg_emit_scalar_comp(Codegen *cg, const HloComp *comp, int nargs,
                          LLVMValueRef const *args, LLVMValueRef *outs,
                          Diag *d);
+/* Cache marks: values emitted after cg_elemental_cache_mark are forgotten
+ * by cg_elemental_cache_reset (after emitting in a branch whose block does
+ * not dominate what follows). */
+int cg_elemental_cache_mark(const CgElemental *e);
+void cg_elemental_cache_reset(CgElemental *e, int mark);
+
+/*
+ * elemental_gather.c (c3): gather and dynamic-update-slice of the
+ * elemental emitter (called by elemental.c), and index helpers
+ */
+LLVMValueRef cg_elemental_gather(CgElemental *e, Codegen *cg, Diag *d,
+                                 const HloInstr *x, LLVMValueRef const *idx);
+LLVMValueRef cg_elemental_dus(CgElemental *e, Codegen *cg, Diag *d,
+                              const HloInstr *x, LLVMValueRef const *idx);
+/* An integer index value of type et as i64 (u64 over INT64_MAX saturates,
+ * as lib/eval's ev_get_index). */
+LLVMValueRef cg_index_to_i64(Codegen *cg, ElemType et, LLVMValueRef v);
+/* v (i64) clamped to [lo, hi], signed. */
+LLVMValueRef cg_clamp_i64(Codegen *cg, LLVMValueRef v, int64_t lo, int64_t hi);
 
 /*
  * Kernel emitters, dispatched by codegen_kernel on the fusion's hero (the
@@ -189,6 +208,22 @@ bool cg_emit_reduction_kernel(Codegen *cg, const HloInstr *instr,
 bool cg_emit_dot_kernel(Codegen *cg, const HloInstr *instr,
                         const HloInstr *hero, const char *name,
                         LaunchDims *ld, Diag *d);
+/* conv_kernel.c (c4): hero is a convolution (direct convolution). */
+bool cg_emit_conv_kernel(Codegen *cg, const HloInstr *instr,
+                         const HloInstr *hero, const char *name,
+                         LaunchDims *ld, Diag *d);
+/* scatter_kernel.c (c3): hero is a scatter (a lone fusion). */
+bool cg_emit_scatter_kernel(Codegen *cg, const HloInstr *instr,
+                            const HloInstr *hero, const char *name,
+                            LaunchDims *ld, Diag *d);
+
+/* transpose_kernel.c (c5), GPU only: the hero of a fusion the tiled
+ * transpose kernel takes (a transpose or layout-changing copy swapping the
+ * minor-most physical dimension, only elementwise consumers after it, one
+ * output), else NULL. */
+const HloInstr *cg_transpose_hero(const HloInstr *instr);
+bool cg_emit_transpose_kernel(Codegen *cg, const HloInstr *instr,
+                              const char *name, LaunchDims *ld, Diag *d);
 
 /*
  * elemental_math.c: scalar math, shared with the kernel emitters

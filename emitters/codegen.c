@@ -314,21 +314,31 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
   for (int k = 0; k < 3; k++)
     ld->grid[k] = ld->block[k] = 1;
   const HloInstr *hero = find_hero(i);
+  const HloInstr *tiled = NULL;   /* the transpose hero, GPU only */
   bool ok;
   if (hero->op == HLO_REDUCE)
     ok = cg_emit_reduction_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_DOT)
     ok = cg_emit_dot_kernel(cg, i, hero, name, ld, d);
+  else if (hero->op == HLO_CONVOLUTION)
+    ok = cg_emit_conv_kernel(cg, i, hero, name, ld, d);
+  else if (hero->op == HLO_SCATTER)
+    ok = cg_emit_scatter_kernel(cg, i, hero, name, ld, d);
+  else if (cg->is_gpu && (tiled = cg_transpose_hero(i)) != NULL)
+    ok = cg_emit_transpose_kernel(cg, i, name, ld, d);
   else
     ok = cg_emit_loop_kernel(cg, i, name, ld, d);
   if (!ok)
     drop_kernel(cg, name);
-  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT)) {
+  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled)) {
     /* a shape the hero's emitter does not handle (an epilogue, several
      * outputs): the loop kernel computes reduces elementally; when it
      * cannot either, the hero emitter's error stands */
     Diag d2 = {0};
     d2.warn_out = d->warn_out;
+    for (int k = 0; k < 3; k++)
+      ld->grid[k] = ld->block[k] = 1;
+    ld->shmem_bytes = 0;
     ok = cg_emit_loop_kernel(cg, i, name, ld, &d2);
     if (ok)
       diag_clear(d);
@@ -366,12 +376,23 @@ static bool link_libdevice(Codegen *cg, Diag *d) {
     LLVMDisposeMessage(err);
     return false;
   }
+  /* Lazily: only the bodies the linker copies are read.  libdevice has
+   * ~350 functions; linking all of them made the O2 pipeline run its early
+   * function passes over every one (~200 ms a module). */
   LLVMModuleRef ld;
-  bool bad = LLVMParseBitcodeInContext2(cg->ctx, buf, &ld);
-  LLVMDisposeMemoryBuffer(buf);
-  if (bad)
+  if (LLVMGetBitcodeModuleInContext2(cg->ctx, buf, &ld)) {
+    LLVMDisposeMemoryBuffer(buf);   /* not taken on failure */
     return diag_error(d, (Loc){0}, "codegen: %s is not valid LLVM bitcode",
                       cg->libdevice_path);
+  }
+  /* linkonce_odr definitions are linked only when referenced: the module's
+   * __nv_ declarations and, transitively, what their bodies call */
+  for (LLVMValueRef f = LLVMGetFirstFunction(ld); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f) && LLVMGetLinkage(f) == LLVMExternalLinkage)
+      LLVMSetLinkage(f, LLVMLinkOnceODRLinkage);
+  for (LLVMValueRef g = LLVMGetFirstGlobal(ld); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) == LLVMExternalLinkage)
+      LLVMSetLinkage(g, LLVMLinkOnceODRLinkage);
   /* our functions are the ones defined before linking */
   PtrVec ours = {0};
   for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f; f = LLVMGetNextFunction(f))
@@ -393,11 +414,32 @@ static bool link_libdevice(Codegen *cg, Diag *d) {
       LLVMSetLinkage(f, LLVMInternalLinkage);
   }
   for (LLVMValueRef g = LLVMGetFirstGlobal(cg->mod); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) == LLVMExternalLinkage)
+    if (!LLVMIsDeclaration(g) && (LLVMGetLinkage(g) == LLVMExternalLinkage ||
+                                  LLVMGetLinkage(g) == LLVMLinkOnceODRLinkage))
       LLVMSetLinkage(g, LLVMInternalLinkage);
   vec_free(&ours);
   return true;
 }
+
+/*
+ * The GPU pipeline at O1/O2.  Kernels are small, call nothing but libdevice
+ * (always_inline) and are optimized again by ptxas, so the whole default<O2>
+ * pipeline (the CGSCC inliner walk, SCEV-heavy loop passes run per function
+ * over and over) cost ~6 ms a kernel for PTX of the same size.  This keeps
+ * what matters for them: inlining libdevice, NVVMReflect, SROA, CSE,
+ * InstCombine, LICM, unrolling of the small constant-trip loops of the
+ * reduction and dot emitters, and GVN; about 5x faster on big modules.
+ * Used at O1 only for now: at O2 the f32 loop kernel's 4-wide accesses are
+ * not yet merged into ld.global.v4 by it (test_codegen_transpose's
+ * loop_large_vectorized).  O0, O2, O3 and the host run LLVM's defaults.
+ */
+static const char gpu_pipeline[] =
+  "always-inline,globaldce,"
+  "function(nvvm-reflect,sroa,early-cse<memssa>,instcombine<no-verify-fixpoint>,"
+  "simplifycfg,"
+  "loop-mssa(licm),loop(loop-rotate),loop-unroll<O2>,instcombine<no-verify-fixpoint>,gvn,"
+  "instcombine<no-verify-fixpoint>,"
+  "simplifycfg,infer-alignment,load-store-vectorizer)";
 
 static bool finalize(Codegen *cg, Diag *d) {
   if (cg->optimized)
@@ -419,8 +461,9 @@ static bool finalize(Codegen *cg, Diag *d) {
   char passes[32];
   int ol = cg->opts.opt_level < 0 ? 0 : cg->opts.opt_level > 3 ? 3 : cg->opts.opt_level;
   snprintf(passes, sizeof passes, "default<O%d>", ol);
+  const char *pipeline = cg->is_gpu && ol == 1 ? gpu_pipeline : passes;
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-  LLVMErrorRef e = LLVMRunPasses(cg->mod, passes, cg->tm, po);
+  LLVMErrorRef e = LLVMRunPasses(cg->mod, pipeline, cg->tm, po);
   LLVMDisposePassBuilderOptions(po);
   if (e) {
     char *m = LLVMGetErrorMessage(e);

@@ -83,6 +83,15 @@ static void cache_truncate(CgElemental *e, int len) {
   e->cache.len = len;
 }
 
+int cg_elemental_cache_mark(const CgElemental *e) {
+  return e->cache.len;
+}
+
+void cg_elemental_cache_reset(CgElemental *e, int mark) {
+  if (mark >= 0 && mark <= e->cache.len)
+    cache_truncate(e, mark);
+}
+
 void cg_elemental_free(CgElemental *e) {
   if (!e)
     return;
@@ -638,6 +647,10 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
   case HLO_BROADCAST: case HLO_RESHAPE: case HLO_BITCAST: case HLO_TRANSPOSE:
   case HLO_SLICE: case HLO_REVERSE: case HLO_DYNAMIC_SLICE:
     return emit_mapped(e, x, idx);
+  case HLO_GATHER:
+    return cg_elemental_gather(e, cg, e->d, x, idx);
+  case HLO_DYNAMIC_UPDATE_SLICE:
+    return cg_elemental_dus(e, cg, e->d, x, idx);
   case HLO_PAD: case HLO_CONCATENATE:
     return emit_selected(e, x, idx);
   case HLO_REDUCE_PRECISION: case HLO_STOCHASTIC_CONVERT:

@@ -1,8 +1,11 @@
 /*
  * loop_kernel.c - the loop kernel: every output element computed
- * independently by the elemental emitter.  GPU: one thread per 1, 2 or 4
- * consecutive physical output elements (blocks of up to 256 threads, exact
- * grid, consecutive threads on consecutive elements so accesses coalesce);
+ * independently by the elemental emitter.  GPU: one thread per 1, 2, 4 or
+ * 8 consecutive physical output elements (at most 16 bytes of each output,
+ * all loads before all stores so that LLVM's load/store vectorizer makes
+ * them vector accesses; blocks of 64 to 256 threads, exact grid sized to
+ * fill an H200's 132 SMs; consecutive threads on consecutive elements so
+ * accesses coalesce);
  * host: one loop over the physical linear index.  Multi-output fusions
  * whose outputs have equal dimensions are written in the same loop.
  */
@@ -11,7 +14,10 @@
 
 #include "cg_internal.h"
 
-enum { LOOP_BLOCK = 256, LOOP_MAX_RANK = 64 };
+/* LOOP_SMS: streaming multiprocessors of the GPU we tune for (H200: 132);
+ * LOOP_FILL_BLOCKS: blocks wanted before widening a thread's work. */
+enum { LOOP_BLOCK = 256, LOOP_MIN_BLOCK = 64, LOOP_MAX_RANK = 64, LOOP_SMS = 132,
+       LOOP_FILL_BLOCKS = 2 * LOOP_SMS };
 
 /* The minor-most physical dimension of s. */
 static int minor_dim(const Shape *s) {
@@ -56,15 +62,18 @@ static bool emit_element(Codegen *cg, CgElemental *e, const LoopOut *o,
   return ok;
 }
 
-/* Chooses the elements per thread: 4 or 2 when the minor dimension is a
- * multiple and there are enough elements, else 1. */
-static int vector_width(const Shape *s, int64_t n) {
+/* Chooses the elements per thread: the widest of 8, 4, 2 that divides the
+ * minor dimension, keeps every output's run within 16 bytes (one vector
+ * access) and still leaves LOOP_FILL_BLOCKS blocks of LOOP_BLOCK threads,
+ * so that a large tensor keeps every SM of an H200 (132) busy; else 1. */
+static int vector_width(const Shape *s, int64_t n, int max_bytes) {
   int md = minor_dim(s);
   if (md < 0)
     return 1;
   int64_t minor = s->dims[md];
-  for (int v = 4; v > 1; v /= 2)
-    if (minor % v == 0 && n >= (int64_t)v * LOOP_BLOCK)
+  for (int v = 8; v > 1; v /= 2)
+    if (minor % v == 0 && v * max_bytes <= 16 &&
+        n / v >= (int64_t)LOOP_BLOCK * LOOP_FILL_BLOCKS)
       return v;
   return 1;
 }
@@ -73,9 +82,16 @@ static bool emit_gpu(Codegen *cg, CgElemental *e, const LoopOut *o,
                      const Shape *s, LaunchDims *ld, const HloInstr *instr,
                      Diag *d) {
   int64_t n = shape_elements(s);
-  int v = vector_width(s, n);
+  int max_bytes = 1;
+  for (int k = 0; k < o->n; k++)
+    if (et_bytes(o->shapes[k]->et) > max_bytes)
+      max_bytes = et_bytes(o->shapes[k]->et);
+  int v = vector_width(s, n, max_bytes);
   int64_t threads = (n + v - 1) / v;
   int64_t block = threads < LOOP_BLOCK ? (threads > 0 ? threads : 1) : LOOP_BLOCK;
+  /* smaller blocks spread a mid-sized tensor over more SMs */
+  while (block > LOOP_MIN_BLOCK && (threads + block - 1) / block < LOOP_SMS)
+    block /= 2;
   int64_t grid = (threads + block - 1) / block;
   if (grid < 1)
     grid = 1;
