@@ -42,8 +42,11 @@ static void clone_subtree(IrEdit *e, HloComp *c) {
   }
 }
 
+/* A call site: instruction i calling the computation in slot `slot`, or in
+ * every slot that holds it when slot < 0. */
 typedef struct Site {
   HloInstr *i;
+  int slot;
   bool seq;
 } Site;
 
@@ -65,14 +68,18 @@ bool pass_flatten_call_graph(HloModule *m, PassContext *ctx) {
       if (ir_removed(i))
         continue;
       for (int j = 0; j < i->ncalled; j++) {
-        /* One site per instruction and callee. */
+        /* One site per instruction and callee, except that each branch of
+         * a conditional is a site of its own (as in XLA: two branches
+         * running the same computation get one each). */
+        bool per_slot = i->op == HLO_CONDITIONAL;
         bool dup = false;
-        for (int p = 0; p < j; p++)
+        for (int p = 0; p < j && !per_slot; p++)
           dup |= i->called[p] == i->called[j];
         intptr_t at = (intptr_t)hashmap_get(&index, i->called[j]->name);
         if (dup || at <= 0)
           continue;
-        vec_push(&sites[at - 1], ((Site){i, control_flow(i->op)}));
+        vec_push(&sites[at - 1],
+                 ((Site){i, per_slot ? j : -1, control_flow(i->op)}));
       }
     }
   }
@@ -90,7 +97,7 @@ bool pass_flatten_call_graph(HloModule *m, PassContext *ctx) {
         continue;
       HloComp *clone = ir_clone_comp(e, c, ".clone");
       for (int j = 0; j < site.i->ncalled; j++)
-        if (site.i->called[j] == c)
+        if (site.i->called[j] == c && (site.slot < 0 || site.slot == j))
           site.i->called[j] = clone;
       clone_subtree(e, clone);
       changed = true;

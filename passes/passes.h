@@ -60,8 +60,8 @@ struct Pipeline {
  * then the backend ones (layout assignment, fusion, post-fusion). */
 int pipeline_default(const Pipeline *const **out);
 /* The passes compilation needs before buffer assignment even when the
- * pipeline is skipped (is_scheduled input, --run-passes): layout-assignment,
- * fusion-wrapper, copy-insertion.  Each is idempotent. */
+ * pipeline is skipped (is_scheduled input, --run-passes): flatten-call-graph,
+ * layout-assignment, fusion-wrapper, copy-insertion.  Each is idempotent. */
 int pipeline_backend_required(const Pipeline *const **out);
 /* Prints every registered pass, one per line, with the pipelines that
  * contain it ("-" when none). */

@@ -79,6 +79,10 @@ PIPELINE(optimization, "optimization", false, optimization_steps);
 /* The backend pipelines (gpu_compiler.cc: layout assignment, fusion,
  * post-fusion optimization). */
 static const PipelineStep layout_steps[] = {
+    /* As XLA's layout-assignment pipeline: every computation gets one call
+     * site (computation-deduplicator may have shared them), which layout
+     * and buffer assignment rely on. */
+    PASS("flatten-call-graph"),
     PASS("layout-assignment"),
 };
 PIPELINE(layout, "layout assignment", false, layout_steps);
@@ -112,6 +116,7 @@ int pipeline_default(const Pipeline *const **out) {
 
 /* What compilation needs even without the pipeline; each pass idempotent. */
 static const PipelineStep backend_required_steps[] = {
+    PASS("flatten-call-graph"),
     PASS("layout-assignment"),
     PASS("fusion-wrapper"),
     PASS("copy-insertion"),

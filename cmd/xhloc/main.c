@@ -111,10 +111,10 @@ static const char usage_text[] =
 
 static const char usage_tail[] =
     "\n"
-    "Stages after hlo run the backend preparation (layout-assignment,\n"
-    "fusion-wrapper, copy-insertion) when the pipeline was skipped or replaced\n"
-    "(is_scheduled=true input, --run-passes).  An op a stage cannot compile\n"
-    "yet is an error naming the op and its position.\n"
+    "Stages after hlo run the backend preparation (flatten-call-graph,\n"
+    "layout-assignment, fusion-wrapper, copy-insertion) when the pipeline was\n"
+    "skipped or replaced (is_scheduled=true input, --run-passes).  An op a\n"
+    "stage cannot compile yet is an error naming the op and its position.\n"
     "\n"
     "exit status: 0 success, 1 error in the input, 2 usage error\n";
 
