@@ -224,6 +224,57 @@ static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
   return ok;
 }
 
+/* The 32-bit pattern that fills an array of i's result with `v`, when i is
+ * a fusion (or a lone op) that only broadcasts a scalar constant and the
+ * element size lets one 32-bit word hold whole elements (XLA emits such
+ * fusions as memset thunks too). */
+static bool memset_pattern(const HloInstr *i, uint32_t *pattern) {
+  const HloInstr *root = i;
+  if (i->op == HLO_FUSION) {
+    if (i->ncalled < 1 || !i->called[0] || !i->called[0]->root)
+      return false;
+    root = i->called[0]->root;
+  }
+  if (root->op != HLO_BROADCAST || !shape_is_array(root->shape) ||
+      root->nops != 1)
+    return false;
+  const HloInstr *c = root->ops[0];
+  if (c->op != HLO_CONSTANT || !c->literal || c->literal->elided ||
+      !c->literal->data || !shape_is_scalar(c->shape) ||
+      c->shape->et != root->shape->et)
+    return false;
+  const uint8_t *b = c->literal->data;
+  switch (et_bytes(root->shape->et)) {
+  case 1: *pattern = b[0] * 0x01010101u; return true;
+  case 2: {
+    uint32_t h = (uint32_t)b[0] | (uint32_t)b[1] << 8;
+    *pattern = h | h << 16;
+    return true;
+  }
+  case 4:
+    *pattern = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+               (uint32_t)b[3] << 24;
+    return true;
+  default: return false;
+  }
+}
+
+/* A fusion that fills its result with one repeated scalar becomes a
+ * kMemset32BitValue thunk when its buffer is whole aligned 32-bit words;
+ * anything else is a kernel. */
+static bool emit_fusion(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  uint32_t pattern;
+  BufSlice d;
+  if (memset_pattern(i, &pattern) && ba_slice(e->ba, i, 0, &d) && d.size > 0 &&
+      d.size % 4 == 0 && d.offset % 4 == 0) {
+    Thunk *t = new_thunk(v, THUNK_MEMSET32, e, i);
+    t->dst = d;
+    t->memset_value = pattern;
+    return true;
+  }
+  return emit_kernel(e, v, i);
+}
+
 /* A copy whose operand and result have the same layout moves bytes; any
  * other copy (a layout change) is a kernel. */
 static bool emit_copy(Emitter *e, ThunkVec *v, const HloInstr *i) {
@@ -421,7 +472,7 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
     return true;
   switch (i->op) {
   case HLO_CONSTANT: return emit_constant(e, i);
-  case HLO_FUSION: return emit_kernel(e, v, i);
+  case HLO_FUSION: return emit_fusion(e, v, i);
   case HLO_COPY: return emit_copy(e, v, i);
   case HLO_WHILE: return emit_while(e, v, i);
   case HLO_CONDITIONAL: return emit_conditional(e, v, i);

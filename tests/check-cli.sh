@@ -198,6 +198,14 @@ grep -q '^allocation 0: size ' "$t/out" && ok || bad "buffer-assignment: no 'all
 run --stage=thunks --target=host "$e2e"
 expect "stage thunks" 0
 grep -q '^000: kKernel' "$t/out" && ok || bad "thunks: no '000: kKernel' line"
+# Fusions that only broadcast a scalar constant become 32-bit memsets
+# (zeros f32, 1.5 bf16 = 0x3fc0 twice, -3 s8 = 0xfd four times).
+run --stage=thunks --target=host testdata/e2e/fill.hlo
+expect "stage thunks (fill)" 0
+for v in 0x00000000 0x3fc03fc0 0xfdfdfdfd; do
+  grep -q "kMemset32BitValue.*value = $v" "$t/out" && ok ||
+    bad "thunks (fill): no memset of $v"
+done
 run --stage=llvm-before-optimizations --target=host "$e2e"
 expect "stage llvm-before-optimizations" 0
 grep -q '^define ' "$t/out" && ok || bad "llvm-before-optimizations: no define"

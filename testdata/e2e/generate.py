@@ -111,6 +111,12 @@ def f(a, b):
     return jax.lax.fori_loop(0, 4, body, (a, b, a - b))
 args = (jnp.ones((8,), jnp.float32), jnp.ones((8,), jnp.float32))
 """,
+    "fill": """
+def f(x):
+    return (jnp.maximum(x, 0.0), jnp.zeros((4, 8), jnp.float32),
+            jnp.full((6, 2), 1.5, jnp.bfloat16), jnp.full((3, 4), -3, jnp.int8))
+args = (jnp.ones((4, 8), jnp.float32),)
+""",
     "conditional": """
 def f(p, x):
     return jax.lax.cond(p > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
