@@ -63,6 +63,11 @@ LLVMValueRef cg_const_int(Codegen *cg, ElemType et, int64_t v);
 /* Physical linear index of a multi-index of s (through minor_to_major). */
 LLVMValueRef cg_linear_index(Codegen *cg, const Shape *s,
                              LLVMValueRef const *idx);
+/* Writes into idx[dsel[j]] the row-major digits of `lin` over the dims
+ * dsel[0..nd) (major to minor) of shape dims `dims`; a dim of size 1
+ * gets 0. */
+void cg_split_index(Codegen *cg, LLVMValueRef lin, int nd, const int *dsel,
+                    const int64_t *dims, LLVMValueRef *idx);
 /* The multi-index (s->rank values) of a physical linear index. */
 void cg_delinearize(Codegen *cg, const Shape *s, LLVMValueRef linear,
                     LLVMValueRef *idx);

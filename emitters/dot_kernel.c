@@ -146,26 +146,6 @@ static bool check_root(Dot *t, const HloInstr *instr, const HloComp *comp) {
   return true;
 }
 
-/* Writes into idx[dsel[j]] the row-major digits of `lin` over the dims
- * dsel[0..nd) of shape dims `dims`. */
-static void split_index(Codegen *cg, LLVMValueRef lin, int nd, const int *dsel,
-                        const int64_t *dims, LLVMValueRef *idx) {
-  for (int j = nd - 1; j >= 0; j--) {
-    int64_t n = dims[dsel[j]];
-    if (n == 1) {
-      idx[dsel[j]] = cg_const_i64(cg, 0);
-      continue;
-    }
-    if (j == 0) {
-      idx[dsel[j]] = lin;
-      break;
-    }
-    LLVMValueRef c = cg_const_i64(cg, n);
-    idx[dsel[j]] = LLVMBuildURem(cg->b, lin, c, "digit");
-    lin = LLVMBuildUDiv(cg->b, lin, c, "rest");
-  }
-}
-
 /* Operand `which` (0 lhs, 1 rhs) at canonical (b, row, k) for the lhs or
  * (b, k, col) for the rhs, converted to the accumulation type. */
 static LLVMValueRef operand_at(Dot *t, int which, LLVMValueRef bv, LLVMValueRef free_v,
@@ -173,10 +153,10 @@ static LLVMValueRef operand_at(Dot *t, int which, LLVMValueRef bv, LLVMValueRef 
   Codegen *cg = t->cg;
   const Shape *s = which ? t->rs : t->ls;
   LLVMValueRef idx[DOT_MAX_RANK];
-  split_index(cg, bv, t->nb, which ? t->rb : t->lb, s->dims, idx);
-  split_index(cg, kv, t->nc, which ? t->rc : t->lc, s->dims, idx);
-  if (which) split_index(cg, free_v, t->nrf, t->rf, s->dims, idx);
-  else split_index(cg, free_v, t->nlf, t->lf, s->dims, idx);
+  cg_split_index(cg, bv, t->nb, which ? t->rb : t->lb, s->dims, idx);
+  cg_split_index(cg, kv, t->nc, which ? t->rc : t->lc, s->dims, idx);
+  if (which) cg_split_index(cg, free_v, t->nrf, t->rf, s->dims, idx);
+  else cg_split_index(cg, free_v, t->nlf, t->lf, s->dims, idx);
   LLVMValueRef v = t->el ? cg_elemental_emit(t->el, t->hero->ops[which], idx)
                          : cg_load_elem(cg, t->k.in[which], t->k.in_shapes[which], idx);
   if (!v) return NULL;
@@ -199,9 +179,9 @@ static void store_result(Dot *t, LLVMValueRef bv, LLVMValueRef mv, LLVMValueRef 
                          LLVMValueRef acc) {
   Codegen *cg = t->cg;
   LLVMValueRef idx[DOT_MAX_RANK];
-  split_index(cg, bv, t->nb, t->ob, t->os->dims, idx);
-  split_index(cg, mv, t->nlf, t->om, t->os->dims, idx);
-  split_index(cg, nv, t->nrf, t->on, t->os->dims, idx);
+  cg_split_index(cg, bv, t->nb, t->ob, t->os->dims, idx);
+  cg_split_index(cg, mv, t->nlf, t->om, t->os->dims, idx);
+  cg_split_index(cg, nv, t->nrf, t->on, t->os->dims, idx);
   LLVMValueRef v = cg_emit_convert(cg, t->acc_et, t->et, acc);
   const Shape *ls = t->k.out_shapes[t->out_leaf];
   if (ls->rank == t->os->rank &&

@@ -111,6 +111,24 @@ LLVMValueRef cg_linear_index(Codegen *cg, const Shape *s,
   return lin ? lin : cg_const_i64(cg, 0);
 }
 
+void cg_split_index(Codegen *cg, LLVMValueRef lin, int nd, const int *dsel,
+                    const int64_t *dims, LLVMValueRef *idx) {
+  for (int j = nd - 1; j >= 0; j--) {
+    int64_t n = dims[dsel[j]];
+    if (n == 1) {
+      idx[dsel[j]] = cg_const_i64(cg, 0);
+      continue;
+    }
+    if (j == 0) {
+      idx[dsel[j]] = lin;
+      break;
+    }
+    LLVMValueRef c = cg_const_i64(cg, n);
+    idx[dsel[j]] = LLVMBuildURem(cg->b, lin, c, "digit");
+    lin = LLVMBuildUDiv(cg->b, lin, c, "rest");
+  }
+}
+
 void cg_delinearize(Codegen *cg, const Shape *s, LLVMValueRef linear,
                     LLVMValueRef *idx) {
   int64_t tmp[64];

@@ -192,26 +192,6 @@ static bool analyze(Red *r, const HloInstr *instr) {
   return true;
 }
 
-/* Writes into idx[dsel[j]] the row-major digits of `lin` over the dims
- * dsel[0..nd) (major to minor) of shape dims `dims`. */
-static void split_index(Codegen *cg, LLVMValueRef lin, int nd, const int *dsel,
-                        const int64_t *dims, LLVMValueRef *idx) {
-  for (int j = nd - 1; j >= 0; j--) {
-    int64_t n = dims[dsel[j]];
-    if (n == 1) {
-      idx[dsel[j]] = cg_const_i64(cg, 0);
-      continue;
-    }
-    if (j == 0) {
-      idx[dsel[j]] = lin;
-      break;
-    }
-    LLVMValueRef c = cg_const_i64(cg, n);
-    idx[dsel[j]] = LLVMBuildURem(cg->b, lin, c, "digit");
-    lin = LLVMBuildUDiv(cg->b, lin, c, "rest");
-  }
-}
-
 static LLVMValueRef operand_at(Red *r, int j, LLVMValueRef const *idx) {
   if (r->el) return cg_elemental_emit(r->el, r->hero->ops[j], idx);
   return cg_load_elem(r->cg, r->k.in[j], r->k.in_shapes[j], idx);
@@ -259,7 +239,7 @@ static bool accumulate_loop(Red *r, LLVMValueRef *idx, LLVMValueRef start, int64
   CgLoop loop;
   LLVMValueRef rl = cg_loop_begin(cg, &loop, start, cg_const_i64(cg, r->red_n),
                                   cg_const_i64(cg, step), "r");
-  split_index(cg, rl, r->nred, r->red, r->in_shape->dims, idx);
+  cg_split_index(cg, rl, r->nred, r->red, r->in_shape->dims, idx);
   LLVMValueRef xs[RED_MAX_N];
   for (int j = 0; j < r->n; j++) {
     xs[j] = operand_at(r, j, idx);
@@ -297,7 +277,7 @@ static bool emit_host(Red *r) {
   CgLoop loop;
   LLVMValueRef o = cg_loop_begin(cg, &loop, cg_const_i64(cg, 0), cg_const_i64(cg, r->out_n),
                                  cg_const_i64(cg, 1), "o");
-  split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
+  cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
   reset_acc(r);
   if (!accumulate_loop(r, idx, cg_const_i64(cg, 0), 1)) return false;
   store_outputs(r, idx);
@@ -391,7 +371,7 @@ static bool emit_gpu_column(Red *r, LaunchDims *ld) {
                                 sreg64(cg, "tid.x"), "o");
   LLVMBasicBlockRef join = if_begin(cg, cmp_lt(cg, o, r->out_n), "in_range");
   LLVMValueRef idx[RED_MAX_RANK];
-  split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
+  cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
   reset_acc(r);
   if (!accumulate_loop(r, idx, cg_const_i64(cg, 0), 1)) return false;
   store_outputs(r, idx);
@@ -428,7 +408,7 @@ static bool emit_gpu_column_tiled(Red *r, const char *name, LaunchDims *ld) {
   reset_acc(r);
   LLVMBasicBlockRef join = if_begin(cg, cmp_lt(cg, o, r->out_n), "col_in_range");
   LLVMValueRef idx[RED_MAX_RANK];
-  split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
+  cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
   if (!accumulate_loop(r, idx, ty, WARP)) return false;
   if_end(cg, join);
   LLVMValueRef pitch = cg_const_i64(cg, WARP + 1);
@@ -450,7 +430,7 @@ static bool emit_gpu_column_tiled(Red *r, const char *name, LaunchDims *ld) {
   LLVMValueRef ok = LLVMBuildAnd(b, cmp_lt(cg, o2, r->out_n), cmp_eq0(cg, tx), "");
   LLVMBasicBlockRef j2 = if_begin(cg, ok, "col_out");
   LLVMValueRef oidx[RED_MAX_RANK];
-  split_index(cg, o2, r->nkept, r->kept, r->in_shape->dims, oidx);
+  cg_split_index(cg, o2, r->nkept, r->kept, r->in_shape->dims, oidx);
   store_outputs(r, oidx);
   if_end(cg, j2);
   return true;
@@ -474,7 +454,7 @@ static bool emit_gpu_warp_row(Red *r, LaunchDims *ld) {
   /* o is the same in all lanes of a warp: the branch is warp-uniform */
   LLVMBasicBlockRef join = if_begin(cg, cmp_lt(cg, o, r->out_n), "row_in_range");
   LLVMValueRef idx[RED_MAX_RANK];
-  split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
+  cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
   reset_acc(r);
   if (!accumulate_loop(r, idx, lane, WARP)) return false;
   if (!warp_allreduce(r)) return false;
@@ -508,7 +488,7 @@ static bool emit_gpu_block_row(Red *r, const char *name, LaunchDims *ld) {
   /* o is the same in the whole block: the barrier below is safe */
   LLVMBasicBlockRef join = if_begin(cg, cmp_lt(cg, o, r->out_n), "row_in_range");
   LLVMValueRef idx[RED_MAX_RANK];
-  split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
+  cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
   reset_acc(r);
   if (!accumulate_loop(r, idx, tid, threads)) return false;
   if (!warp_allreduce(r)) return false;

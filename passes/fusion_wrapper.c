@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "../lib/hlo/ir_edit.h"
+#include "fusion_util.h"
 
 static bool has_token(const Shape *s) {
   if (s->et == ET_TUPLE) {
@@ -63,51 +64,6 @@ static bool should_wrap(const HloInstr *i) {
     if (has_token(i->ops[k]->shape))
       return false;
   return true;
-}
-
-/* The entry and the computations reached from it through while,
- * conditional and call, less those also used as scalar functions.  Heap
- * array; returns the count. */
-static int control_comps(const HloModule *m, HloComp ***out) {
-  HashMap seen = {0}, embedded = {0};
-  Vec(HloComp *) list = {0};
-  if (m->entry) {
-    vec_push(&list, m->entry);
-    hashmap_put(&seen, m->entry->name, m->entry);
-  }
-  for (int q = 0; q < list.len; q++) {
-    HloComp *c = list.data[q];
-    for (int k = 0; k < c->ninstrs; k++) {
-      HloInstr *i = c->instrs[k];
-      if (i->op != HLO_WHILE && i->op != HLO_CONDITIONAL && i->op != HLO_CALL)
-        continue;
-      for (int j = 0; j < i->ncalled; j++) {
-        HloComp *cc = i->called[j];
-        if (!hashmap_get(&seen, cc->name)) {
-          hashmap_put(&seen, cc->name, cc);
-          vec_push(&list, cc);
-        }
-      }
-    }
-  }
-  for (int ci = 0; ci < m->ncomps; ci++) {
-    HloComp *c = m->comps[ci];
-    for (int k = 0; k < c->ninstrs; k++) {
-      HloInstr *i = c->instrs[k];
-      if (i->op == HLO_WHILE || i->op == HLO_CONDITIONAL || i->op == HLO_CALL)
-        continue;
-      for (int j = 0; j < i->ncalled; j++)
-        hashmap_put(&embedded, i->called[j]->name, i->called[j]);
-    }
-  }
-  int n = 0;
-  for (int k = 0; k < list.len; k++)
-    if (!hashmap_get(&embedded, list.data[k]->name))
-      list.data[n++] = list.data[k];
-  hashmap_free(&seen);
-  hashmap_free(&embedded);
-  *out = list.data;
-  return n;
 }
 
 /* "wrapped_<op>" with '-' as '_'. */
@@ -179,7 +135,7 @@ bool pass_fusion_wrapper(HloModule *m, PassContext *ctx) {
   (void)ctx;
   IrEdit *e = ir_begin(m);
   HloComp **comps;
-  int n = control_comps(m, &comps);
+  int n = fusion_control_comps(m, &comps);
   HashMap comp_names = {0};
   for (int k = 0; k < m->ncomps; k++)
     hashmap_put(&comp_names, m->comps[k]->name, m->comps[k]);

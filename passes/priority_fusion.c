@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "../lib/hlo/ir_edit.h"
+#include "fusion_util.h"
 
 enum {
   MAX_DUPLICATES = 8,             /* fusions one producer may be copied into */
@@ -389,53 +390,6 @@ static bool fuse_comp(Fuser *f, HloComp *c) {
   return f->groups.len > first_group;
 }
 
-/* The computations fusion runs in: the entry and those reached from it
- * through while, conditional and call only.  Heap array; returns count. */
-static int control_comps(const HloModule *m, HloComp ***out) {
-  HashMap seen = {0};
-  Vec(HloComp *) list = {0};
-  if (m->entry) {
-    vec_push(&list, m->entry);
-    hashmap_put(&seen, m->entry->name, m->entry);
-  }
-  for (int q = 0; q < list.len; q++) {
-    HloComp *c = list.data[q];
-    for (int k = 0; k < c->ninstrs; k++) {
-      HloInstr *i = c->instrs[k];
-      if (i->op != HLO_WHILE && i->op != HLO_CONDITIONAL && i->op != HLO_CALL)
-        continue;
-      for (int j = 0; j < i->ncalled; j++) {
-        HloComp *cc = i->called[j];
-        if (!hashmap_get(&seen, cc->name)) {
-          hashmap_put(&seen, cc->name, cc);
-          vec_push(&list, cc);
-        }
-      }
-    }
-  }
-  /* A computation also used as a scalar function (to_apply, ...) is left
-   * alone: fusing there would change it for those callers too. */
-  HashMap embedded = {0};
-  for (int ci = 0; ci < m->ncomps; ci++) {
-    HloComp *c = m->comps[ci];
-    for (int k = 0; k < c->ninstrs; k++) {
-      HloInstr *i = c->instrs[k];
-      if (i->op == HLO_WHILE || i->op == HLO_CONDITIONAL || i->op == HLO_CALL)
-        continue;
-      for (int j = 0; j < i->ncalled; j++)
-        hashmap_put(&embedded, i->called[j]->name, i->called[j]);
-    }
-  }
-  int n = 0;
-  for (int k = 0; k < list.len; k++)
-    if (!hashmap_get(&embedded, list.data[k]->name))
-      list.data[n++] = list.data[k];
-  hashmap_free(&seen);
-  hashmap_free(&embedded);
-  *out = list.data;
-  return n;
-}
-
 bool pass_priority_fusion(HloModule *m, PassContext *ctx) {
   (void)ctx;
   Fuser f = {0};
@@ -444,7 +398,7 @@ bool pass_priority_fusion(HloModule *m, PassContext *ctx) {
   f.a = m->arena;
   ensure_ids(&f, m->next_id);
   HloComp **comps;
-  int n = control_comps(m, &comps);
+  int n = fusion_control_comps(m, &comps);
   bool changed = false;
   for (int k = 0; k < n; k++)
     changed |= fuse_comp(&f, comps[k]);

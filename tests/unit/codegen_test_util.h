@@ -11,13 +11,146 @@
 #ifndef XHLOC_CODEGEN_TEST_UTIL_H
 #define XHLOC_CODEGEN_TEST_UTIL_H
 
+#include <criterion/criterion.h>
+
 #include <dlfcn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../emitters/codegen.h"
+#include "../../lib/eval/eval.h"
+
+#define PTXAS "/usr/local/cuda/bin/ptxas"
+#define CGT_UNUSED __attribute__((unused))
+
+/* The case's modules, source, arena, diagnostics and temporary directory. */
+static HloModule **Mods;
+static int NMods;
+static SrcFile *Src;
+static Arena *A;
+static Diag D;
+static char Dir[64];
+
+/* Frees the case's state and removes Dir: the suite's .fini. */
+CGT_UNUSED static void teardown(void) {
+  for (int k = 0; k < NMods; k++) hlo_module_free(Mods[k]);
+  free(Mods);
+  Mods = NULL;
+  NMods = 0;
+  if (Src) srcfile_free(Src);
+  Src = NULL;
+  if (A) arena_free(A);
+  A = NULL;
+  diag_clear(&D);
+  if (Dir[0]) {
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", Dir);
+    cr_expect(system(cmd) == 0);
+    Dir[0] = 0;
+  }
+}
+
+/* The first module of text, parsed and verified. */
+CGT_UNUSED static HloModule *parse(const char *text) {
+  Src = srcfile_from_string("test.hlo", text, strlen(text));
+  ParseOptions po = {.strip_glog_prefixes = true};
+  NMods = hlo_parse(Src, &po, &Mods, &D);
+  cr_assert(NMods >= 1, "parse: %s", D.msg);
+  cr_assert(hlo_verify(Mods[0], &D), "verify: %s", D.msg);
+  if (!A) A = arena_new();
+  return Mods[0];
+}
+
+/* Physical (layout-order) linear index of logical row-major index `lin`. */
+CGT_UNUSED static int64_t physical_index(const Shape *s, int64_t lin) {
+  int64_t idx[64];
+  for (int d = s->rank - 1; d >= 0; d--) {
+    idx[d] = lin % s->dims[d];
+    lin /= s->dims[d];
+  }
+  int64_t p = 0;
+  for (int j = s->rank - 1; j >= 0; j--) {
+    int64_t d = s->layout ? s->layout->minor_to_major[j] : s->rank - 1 - j;
+    p = p * s->dims[d] + idx[d];
+  }
+  return p;
+}
+
+/* Copies between a literal's logical order and a buffer in s's layout. */
+CGT_UNUSED static void *to_physical(const Literal *l, const Shape *s) {
+  int64_t n = shape_elements(s);
+  int eb = et_bytes(s->et);
+  uint8_t *p = calloc((size_t)(n > 0 ? n : 1), (size_t)eb);
+  for (int64_t k = 0; k < n; k++)
+    memcpy(p + physical_index(s, k) * eb, l->data + k * eb, (size_t)eb);
+  return p;
+}
+
+CGT_UNUSED static void from_physical(const void *buf, const Shape *s, Literal *l) {
+  int64_t n = shape_elements(s);
+  int eb = et_bytes(s->et);
+  for (int64_t k = 0; k < n; k++)
+    memcpy(l->data + k * eb, (const uint8_t *)buf + physical_index(s, k) * eb, (size_t)eb);
+}
+
+/* buf (in s's layout) must agree with want within atol and rtol; what
+ * names it in the message. */
+CGT_UNUSED static void compare_out(const void *buf, const Shape *s, const Literal *want,
+                                   double atol, double rtol, const char *what) {
+  Literal *got = literal_new(A, (Shape *)s);
+  from_physical(buf, s, got);
+  StrBuf why;
+  sb_init(&why);
+  cr_expect(io_compare(got, want, atol, rtol, &why), "%s: %s", what, why.s);
+  sb_free(&why);
+}
+
+CGT_UNUSED static bool have_clang(void) {
+  return system("command -v clang-19 >/dev/null 2>&1") == 0;
+}
+
+/* A code generator for target, its module called name. */
+CGT_UNUSED static Codegen *new_codegen(const char *name, CgTarget target) {
+  CodegenOptions o;
+  codegen_options_default(&o);
+  o.target = target;
+  Codegen *cg = codegen_new(name, &o, &D);
+  cr_assert(cg, "codegen_new: %s", D.msg);
+  return cg;
+}
+
+/* Builds the host kernel of ki into Dir/k.so, loads it and runs it on bufs
+ * (the operands' buffers, then the outputs'). */
+CGT_UNUSED static void run_host(const char *name, const HloInstr *ki, void **bufs) {
+  Codegen *cg = new_codegen(name, CG_TARGET_HOST);
+  LaunchDims ld;
+  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "host kernel: %s", D.msg);
+  char so[128];
+  snprintf(so, sizeof so, "%s/k.so", Dir);
+  cr_assert(codegen_host_so(cg, so, &D), "host so: %s", D.msg);
+  codegen_free(cg);
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  cr_assert(h, "dlopen: %s", dlerror());
+  void (*fn)(void **) = (void (*)(void **))dlsym(h, "kern");
+  cr_assert(fn, "dlsym kern");
+  fn(bufs);
+  dlclose(h);
+}
+
+/* ptx written to Dir/k.ptx must pass ptxas -arch=sm_90. */
+CGT_UNUSED static void run_ptxas(const char *ptx) {
+  char path[128], cmd[512];
+  snprintf(path, sizeof path, "%s/k.ptx", Dir);
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs(ptx, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, PTXAS " -arch=sm_90 %s -o %s/k.cubin", path, Dir);
+  cr_assert(system(cmd) == 0, "ptxas rejected the PTX:\n%s", ptx);
+}
 
 /*
  * A small SIMT emulator for the GPU kernels: the NVPTX module's
@@ -126,10 +259,8 @@ static char *retarget_ir(const char *ir) {
 /* Writes ir (the NVPTX module's unoptimized LLVM IR) retargeted, and the
  * emulator, into dir; builds them with clang-19 and launches `kern` on
  * args (nargs pointers, 2 to 8) with ld.  False with a reason in why. */
-__attribute__((unused)) static bool emu_run(const char *ir, const char *dir,
-                                            void **args, int nargs,
-                                            const LaunchDims *ld, char *why,
-                                            size_t nwhy) {
+CGT_UNUSED static bool emu_run(const char *ir, const char *dir, void **args, int nargs,
+                               const LaunchDims *ld, char *why, size_t nwhy) {
   char path[512], cmd[2048];
   if (nargs < 2 || nargs > 8) {
     snprintf(why, nwhy, "the emulator launches kernels of 2 to 8 arguments, not %d", nargs);
@@ -176,6 +307,51 @@ __attribute__((unused)) static bool emu_run(const char *ir, const char *dir,
              ld->block[0], ld->block[1], ld->block[2]);
   dlclose(h);
   return ok;
+}
+
+/* ki's NVPTX kernel (module name) has a launch within bounds, and its PTX
+ * passes ptxas (when installed). */
+CGT_UNUSED static void check_ptx_launch(const char *name, const HloInstr *ki) {
+  if (access(PTXAS, X_OK) != 0) return;
+  Codegen *cg = new_codegen(name, CG_TARGET_NVPTX);
+  LaunchDims ld;
+  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "nvptx kernel: %s", D.msg);
+  cr_assert(ld.block[0] * ld.block[1] * ld.block[2] <= 1024 && ld.block[0] > 0 &&
+            ld.grid[0] > 0 && ld.grid[1] > 0 && ld.grid[2] > 0, "launch dims");
+  StrBuf ptx;
+  sb_init(&ptx);
+  cr_assert(codegen_ptx(cg, &ptx, &D), "ptx: %s", D.msg);
+  codegen_free(cg);
+  run_ptxas(ptx.s);
+  sb_free(&ptx);
+}
+
+/* Runs the NVPTX kernel of ki under the emulator on bufs (nb pointers, laid
+ * out as for the host kernel); its launch dimensions in *ld. */
+CGT_UNUSED static void run_emulated_kernel(const char *name, const HloInstr *ki, void **bufs,
+                                           int nb, LaunchDims *ld) {
+  Codegen *cg = new_codegen(name, CG_TARGET_NVPTX);
+  cr_assert(codegen_kernel(cg, ki, "kern", ld, &D), "nvptx kernel: %s", D.msg);
+  StrBuf ir;
+  sb_init(&ir);
+  cr_assert(codegen_llvm_ir(cg, false, &ir, &D), "ir: %s", D.msg);
+  codegen_free(cg);
+  char why[1024];
+  bool ran = emu_run(ir.s, Dir, bufs, nb, ld, why, sizeof why);
+  sb_free(&ir);
+  cr_assert(ran, "emulator: %s", why);
+}
+
+/* An error (not a wrong kernel) naming `what` at a source position, on the
+ * host target. */
+CGT_UNUSED static void check_refused(const char *hlo, const char *what) {
+  HloModule *m = parse(hlo);
+  Codegen *cg = new_codegen("refused_test", CG_TARGET_HOST);
+  LaunchDims ld;
+  cr_assert(!codegen_kernel(cg, m->entry->root, "kern", &ld, &D), "accepted");
+  cr_assert(D.msg && strstr(D.msg, what), "message: %s", D.msg ? D.msg : "(none)");
+  cr_assert(D.loc.line > 0, "no location");
+  codegen_free(cg);
 }
 
 #endif

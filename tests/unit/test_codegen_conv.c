@@ -18,119 +18,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/eval/eval.h"
 #include "codegen_test_util.h"
-
-#define PTXAS "/usr/local/cuda/bin/ptxas"
-
-static HloModule **Mods;
-static int NMods;
-static SrcFile *Src;
-static Arena *A;
-static Diag D;
-static char Dir[64];
-
-static void teardown(void) {
-  for (int k = 0; k < NMods; k++) hlo_module_free(Mods[k]);
-  free(Mods);
-  Mods = NULL;
-  NMods = 0;
-  if (Src) srcfile_free(Src);
-  Src = NULL;
-  if (A) arena_free(A);
-  A = NULL;
-  diag_clear(&D);
-  if (Dir[0]) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", Dir);
-    cr_expect(system(cmd) == 0);
-    Dir[0] = 0;
-  }
-}
 
 TestSuite(codegen_conv, .fini = teardown, .timeout = 120);
 
-static HloModule *parse(const char *text) {
-  Src = srcfile_from_string("test.hlo", text, strlen(text));
-  ParseOptions po = {.strip_glog_prefixes = true};
-  NMods = hlo_parse(Src, &po, &Mods, &D);
-  cr_assert(NMods >= 1, "parse: %s", D.msg);
-  cr_assert(hlo_verify(Mods[0], &D), "verify: %s", D.msg);
-  if (!A) A = arena_new();
-  return Mods[0];
-}
-
-/* Physical (layout-order) linear index of logical row-major index `lin`. */
-static int64_t physical_index(const Shape *s, int64_t lin) {
-  int64_t idx[64];
-  for (int d = s->rank - 1; d >= 0; d--) {
-    idx[d] = lin % s->dims[d];
-    lin /= s->dims[d];
-  }
-  int64_t p = 0;
-  for (int j = s->rank - 1; j >= 0; j--) {
-    int64_t d = s->layout ? s->layout->minor_to_major[j] : s->rank - 1 - j;
-    p = p * s->dims[d] + idx[d];
-  }
-  return p;
-}
-
-static void *to_physical(const Literal *l, const Shape *s) {
-  int64_t n = shape_elements(s);
-  int eb = et_bytes(s->et);
-  uint8_t *p = calloc((size_t)(n > 0 ? n : 1), (size_t)eb);
-  for (int64_t k = 0; k < n; k++)
-    memcpy(p + physical_index(s, k) * eb, l->data + k * eb, (size_t)eb);
-  return p;
-}
-
-static void from_physical(const void *buf, const Shape *s, Literal *l) {
-  int64_t n = shape_elements(s);
-  int eb = et_bytes(s->et);
-  for (int64_t k = 0; k < n; k++)
-    memcpy(l->data + k * eb, (const uint8_t *)buf + physical_index(s, k) * eb, (size_t)eb);
-}
-
-static Codegen *new_codegen(CgTarget target) {
-  CodegenOptions o;
-  codegen_options_default(&o);
-  o.target = target;
-  Codegen *cg = codegen_new("conv_test", &o, &D);
-  cr_assert(cg, "codegen_new: %s", D.msg);
-  return cg;
-}
-
-static void compare(const Literal *expect, void *buf, const Shape *s, double atol,
-                    double rtol, const char *what) {
-  Literal *got = literal_new(A, (Shape *)s);
-  from_physical(buf, s, got);
-  StrBuf why;
-  sb_init(&why);
-  cr_expect(io_compare(got, expect, atol, rtol, &why), "%s: %s", what, why.s);
-  sb_free(&why);
-}
-
-static void check_ptx(const HloInstr *ki) {
-  if (access(PTXAS, X_OK) != 0) return;
-  Codegen *cg = new_codegen(CG_TARGET_NVPTX);
-  LaunchDims ld;
-  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "nvptx kernel: %s", D.msg);
-  cr_assert(ld.block[0] * ld.block[1] * ld.block[2] <= 1024 && ld.block[0] > 0 &&
-            ld.grid[0] > 0 && ld.grid[1] > 0 && ld.grid[2] > 0, "launch dims");
-  StrBuf ptx;
-  sb_init(&ptx);
-  cr_assert(codegen_ptx(cg, &ptx, &D), "ptx: %s", D.msg);
-  codegen_free(cg);
-  char path[128], cmd[512];
-  snprintf(path, sizeof path, "%s/k.ptx", Dir);
-  FILE *f = fopen(path, "w");
-  cr_assert(f);
-  fputs(ptx.s, f);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, PTXAS " -arch=sm_90 %s -o %s/k.cubin", path, Dir);
-  cr_assert(system(cmd) == 0, "ptxas rejected the PTX:\n%s", ptx.s);
-  sb_free(&ptx);
-}
 
 /* Host kernel, emulated GPU kernel and ptxas for module text hlo. */
 static void check(const char *hlo, double atol, double rtol) {
@@ -161,37 +52,17 @@ static void check(const char *hlo, double atol, double rtol) {
   Literal *expect;
   cr_assert(eval_module(m, np, args, A, &eo, &expect, &D, NULL), "eval: %s", D.msg);
 
-  Codegen *cg = new_codegen(CG_TARGET_HOST);
-  LaunchDims ld;
-  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "host kernel: %s", D.msg);
-  char so[128];
-  snprintf(so, sizeof so, "%s/k.so", Dir);
-  cr_assert(codegen_host_so(cg, so, &D), "host so: %s", D.msg);
-  codegen_free(cg);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  cr_assert(h, "dlopen: %s", dlerror());
-  void (*fn)(void **) = (void (*)(void **))dlsym(h, "kern");
-  cr_assert(fn, "dlsym kern");
-  fn(bufs);
-  compare(expect, bufs[2], os, atol, rtol, "host");
-  dlclose(h);
+  run_host("conv_test", ki, bufs);
+  compare_out(bufs[2], os, expect, atol, rtol, "host");
 
-  if (system("command -v clang-19 >/dev/null 2>&1") == 0) {
+  if (have_clang()) {
     memset(bufs[2], 0xA5, obytes);
-    cg = new_codegen(CG_TARGET_NVPTX);
-    cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "nvptx kernel: %s", D.msg);
-    StrBuf ir;
-    sb_init(&ir);
-    cr_assert(codegen_llvm_ir(cg, false, &ir, &D), "ir: %s", D.msg);
-    codegen_free(cg);
-    char why[1024];
-    bool ran = emu_run(ir.s, Dir, bufs, 3, &ld, why, sizeof why);
-    sb_free(&ir);
-    cr_assert(ran, "emulator: %s", why);
-    compare(expect, bufs[2], os, atol, rtol, "emulated GPU");
+    LaunchDims ld;
+    run_emulated_kernel("conv_test", ki, bufs, 3, &ld);
+    compare_out(bufs[2], os, expect, atol, rtol, "emulated GPU");
   }
   for (int k = 0; k < 3; k++) free(bufs[k]);
-  check_ptx(ki);
+  check_ptx_launch("conv_test", ki);
 }
 
 /* A module whose entry root is a fusion of one convolution of x and w. */
@@ -357,9 +228,10 @@ Test(codegen_conv, bitcast_root) {
         TOL);
 }
 
-static void check_refused(const char *hlo, const char *what, int line) {
+/* Like check_refused, at source line `line`. */
+static void check_refused_at(const char *hlo, const char *what, int line) {
   parse(hlo);
-  Codegen *cg = new_codegen(CG_TARGET_HOST);
+  Codegen *cg = new_codegen("conv_test", CG_TARGET_HOST);
   LaunchDims ld;
   cr_assert(!codegen_kernel(cg, Mods[0]->entry->root, "kern", &ld, &D), "accepted");
   cr_assert(D.msg && strstr(D.msg, what), "message: %s", D.msg ? D.msg : "(none)");
@@ -369,7 +241,7 @@ static void check_refused(const char *hlo, const char *what, int line) {
 
 /* Computing on the convolution's result inside its fusion is refused. */
 Test(codegen_conv, epilogue_refused) {
-  check_refused("HloModule m\n"
+  check_refused_at("HloModule m\n"
                 "fused {\n"
                 "  x = f32[1,5,5,3] parameter(0)\n"
                 "  w = f32[2,2,3,2] parameter(1)\n"
@@ -387,7 +259,7 @@ Test(codegen_conv, epilogue_refused) {
 
 /* pred convolutions are refused with an error at the instruction. */
 Test(codegen_conv, pred_refused) {
-  check_refused("HloModule m\n"
+  check_refused_at("HloModule m\n"
                 "ENTRY e {\n"
                 "  x = pred[1,4,4,2] parameter(0)\n"
                 "  w = pred[2,2,2,2] parameter(1)\n"

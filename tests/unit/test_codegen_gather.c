@@ -21,121 +21,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/eval/eval.h"
 #include "codegen_test_util.h"
-
-#define PTXAS "/usr/local/cuda/bin/ptxas"
-
-static HloModule **Mods;
-static int NMods;
-static SrcFile *Src;
-static Arena *A;
-static Diag D;
-static char Dir[64];
-
-static void teardown(void) {
-  for (int k = 0; k < NMods; k++) hlo_module_free(Mods[k]);
-  free(Mods);
-  Mods = NULL;
-  NMods = 0;
-  if (Src) srcfile_free(Src);
-  Src = NULL;
-  if (A) arena_free(A);
-  A = NULL;
-  diag_clear(&D);
-  if (Dir[0]) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", Dir);
-    cr_expect(system(cmd) == 0);
-    Dir[0] = 0;
-  }
-}
 
 TestSuite(codegen_gather, .fini = teardown, .timeout = 120);
 
-static HloModule *parse(const char *text) {
-  Src = srcfile_from_string("test.hlo", text, strlen(text));
-  ParseOptions po = {.strip_glog_prefixes = true};
-  NMods = hlo_parse(Src, &po, &Mods, &D);
-  cr_assert(NMods >= 1, "parse: %s", D.msg);
-  cr_assert(hlo_verify(Mods[0], &D), "verify: %s", D.msg);
-  if (!A) A = arena_new();
-  return Mods[0];
-}
-
-/* Physical (layout-order) linear index of logical row-major index `lin`. */
-static int64_t physical_index(const Shape *s, int64_t lin) {
-  int64_t idx[64];
-  for (int d = s->rank - 1; d >= 0; d--) {
-    idx[d] = lin % s->dims[d];
-    lin /= s->dims[d];
-  }
-  int64_t p = 0;
-  for (int j = s->rank - 1; j >= 0; j--) {
-    int64_t d = s->layout ? s->layout->minor_to_major[j] : s->rank - 1 - j;
-    p = p * s->dims[d] + idx[d];
-  }
-  return p;
-}
-
-static void *to_physical(const Literal *l, const Shape *s) {
-  int64_t n = shape_elements(s);
-  int eb = et_bytes(s->et);
-  uint8_t *p = calloc((size_t)(n > 0 ? n : 1), (size_t)eb);
-  for (int64_t k = 0; k < n; k++)
-    memcpy(p + physical_index(s, k) * eb, l->data + k * eb, (size_t)eb);
-  return p;
-}
-
+/* Gathers and scatters move values or combine them in the interpreter's
+ * order: results are exact. */
 static void compare(const Literal *expect, const void *buf, const Shape *s,
                     const char *what, int k) {
-  Literal *got = literal_new(A, (Shape *)s);
-  int64_t n = shape_elements(s);
-  int eb = et_bytes(s->et);
-  for (int64_t j = 0; j < n; j++)
-    memcpy(got->data + j * eb, (const uint8_t *)buf + physical_index(s, j) * eb, (size_t)eb);
-  StrBuf why;
-  sb_init(&why);
-  /* gathers and scatters move values or combine them in the interpreter's
-   * order: results are exact */
-  cr_expect(io_compare(got, expect, 0, 0, &why), "%s output %d: %s", what, k, why.s);
-  sb_free(&why);
+  char name[64];
+  snprintf(name, sizeof name, "%s output %d", what, k);
+  compare_out(buf, s, expect, 0, 0, name);
 }
 
-static Codegen *new_codegen(CgTarget target) {
-  CodegenOptions o;
-  codegen_options_default(&o);
-  o.target = target;
-  Codegen *cg = codegen_new("gather_test", &o, &D);
-  cr_assert(cg, "codegen_new: %s", D.msg);
-  return cg;
-}
-
-static void check_ptx(const HloInstr *ki) {
-  if (access(PTXAS, X_OK) != 0) return;
-  Codegen *cg = new_codegen(CG_TARGET_NVPTX);
-  LaunchDims ld;
-  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "nvptx kernel: %s", D.msg);
-  cr_assert(ld.block[0] * ld.block[1] * ld.block[2] <= 1024 && ld.block[0] > 0 &&
-            ld.grid[0] > 0 && ld.grid[1] > 0 && ld.grid[2] > 0, "launch dims");
-  StrBuf ptx;
-  sb_init(&ptx);
-  cr_assert(codegen_ptx(cg, &ptx, &D), "ptx: %s", D.msg);
-  codegen_free(cg);
-  char path[128], cmd[512];
-  snprintf(path, sizeof path, "%s/k.ptx", Dir);
-  FILE *f = fopen(path, "w");
-  cr_assert(f);
-  fputs(ptx.s, f);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, PTXAS " -arch=sm_90 %s -o %s/k.cubin", path, Dir);
-  cr_assert(system(cmd) == 0, "ptxas rejected the PTX:\n%s", ptx.s);
-  sb_free(&ptx);
-}
-
-static bool have_clang(void) {
-  return system("command -v clang-19 >/dev/null 2>&1") == 0;
-}
 
 /* Host kernel, emulated GPU kernel and ptxas for module text hlo, on inputs
  * specs[k] (io_parse_input specs; NULL or a NULL entry: random).  When
@@ -192,19 +90,7 @@ static void check_with(const char *hlo, const char *const *specs,
     sb_free(&why);
   }
 
-  Codegen *cg = new_codegen(CG_TARGET_HOST);
-  LaunchDims ld;
-  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "host kernel: %s", D.msg);
-  char so[128];
-  snprintf(so, sizeof so, "%s/k.so", Dir);
-  cr_assert(codegen_host_so(cg, so, &D), "host so: %s", D.msg);
-  codegen_free(cg);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  cr_assert(h, "dlopen: %s", dlerror());
-  void (*fn)(void **) = (void (*)(void **))dlsym(h, "kern");
-  cr_assert(fn, "dlsym kern");
-  fn(bufs);
-  dlclose(h);
+  run_host("gather_test", ki, bufs);
   for (int k = 0; k < leaves.len; k++)
     compare(el[k], bufs[out0 + k], leaves.data[k], "host", k);
 
@@ -214,38 +100,19 @@ static void check_with(const char *hlo, const char *const *specs,
       memset(bufs[out0 + k], 0xA5, (size_t)(shape_elements(s) > 0 ? shape_elements(s) : 1) *
                                        (size_t)et_bytes(s->et));
     }
-    cg = new_codegen(CG_TARGET_NVPTX);
-    cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "nvptx kernel: %s", D.msg);
-    StrBuf ir;
-    sb_init(&ir);
-    cr_assert(codegen_llvm_ir(cg, false, &ir, &D), "ir: %s", D.msg);
-    codegen_free(cg);
-    char why[256];
-    bool ok = emu_run(ir.s, Dir, bufs, nb, &ld, why, sizeof why);
-    sb_free(&ir);
-    cr_assert(ok, "emulator: %s", why);
+    LaunchDims ld;
+    run_emulated_kernel("gather_test", ki, bufs, nb, &ld);
     for (int k = 0; k < leaves.len; k++)
       compare(el[k], bufs[out0 + k], leaves.data[k], "emulated GPU", k);
   }
   for (int k = 0; k < nb; k++) free(bufs[k]);
   free(el);
   vec_free(&leaves);
-  check_ptx(ki);
+  check_ptx_launch("gather_test", ki);
 }
 
 static void check(const char *hlo) {
   check_with(hlo, NULL, NULL);
-}
-
-/* An error (not a wrong kernel) naming `what` at a source position. */
-static void check_refused(const char *hlo, const char *what) {
-  HloModule *m = parse(hlo);
-  Codegen *cg = new_codegen(CG_TARGET_HOST);
-  LaunchDims ld;
-  cr_assert(!codegen_kernel(cg, m->entry->root, "kern", &ld, &D), "accepted");
-  cr_assert(D.msg && strstr(D.msg, what), "message: %s", D.msg ? D.msg : "(none)");
-  cr_assert(D.loc.line > 0, "no location");
-  codegen_free(cg);
 }
 
 /*

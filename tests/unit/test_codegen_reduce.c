@@ -12,122 +12,21 @@
  */
 #include <criterion/criterion.h>
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../emitters/codegen.h"
-#include "../../lib/eval/eval.h"
 #include "codegen_test_util.h"
 
-#define PTXAS "/usr/local/cuda/bin/ptxas"
-
-static HloModule **Mods;
-static int NMods;
-static SrcFile *Src;
-static Arena *A;
-static Diag D;
-static char Dir[64];
-
-static void teardown(void) {
-  for (int k = 0; k < NMods; k++) hlo_module_free(Mods[k]);
-  free(Mods);
-  Mods = NULL;
-  NMods = 0;
-  if (Src) srcfile_free(Src);
-  Src = NULL;
-  if (A) arena_free(A);
-  A = NULL;
-  diag_clear(&D);
-  if (Dir[0]) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", Dir);
-    cr_expect(system(cmd) == 0);
-    Dir[0] = 0;
-  }
-}
-
 TestSuite(codegen_reduce, .fini = teardown);
-
-static HloModule *parse(const char *text) {
-  Src = srcfile_from_string("test.hlo", text, strlen(text));
-  ParseOptions po = {.strip_glog_prefixes = true};
-  NMods = hlo_parse(Src, &po, &Mods, &D);
-  cr_assert(NMods >= 1, "parse: %s", D.msg);
-  cr_assert(hlo_verify(Mods[0], &D), "verify: %s", D.msg);
-  if (!A) A = arena_new();
-  return Mods[0];
-}
-
-/* Physical (layout-order) linear index of logical row-major index `lin`. */
-static int64_t physical_index(const Shape *s, int64_t lin) {
-  int64_t idx[64];
-  for (int d = s->rank - 1; d >= 0; d--) {
-    idx[d] = lin % s->dims[d];
-    lin /= s->dims[d];
-  }
-  int64_t p = 0;
-  for (int j = s->rank - 1; j >= 0; j--) {
-    int64_t d = s->layout ? s->layout->minor_to_major[j] : s->rank - 1 - j;
-    p = p * s->dims[d] + idx[d];
-  }
-  return p;
-}
-
-/* Copies between a literal's logical order and a buffer in s's layout. */
-static void *to_physical(const Literal *l, const Shape *s) {
-  int64_t n = shape_elements(s);
-  int eb = et_bytes(s->et);
-  uint8_t *p = calloc((size_t)(n > 0 ? n : 1), (size_t)eb);
-  for (int64_t k = 0; k < n; k++)
-    memcpy(p + physical_index(s, k) * eb, l->data + k * eb, (size_t)eb);
-  return p;
-}
-
-static void from_physical(const void *buf, const Shape *s, Literal *l) {
-  int64_t n = shape_elements(s);
-  int eb = et_bytes(s->et);
-  for (int64_t k = 0; k < n; k++)
-    memcpy(l->data + k * eb, (const uint8_t *)buf + physical_index(s, k) * eb, (size_t)eb);
-}
 
 static const HloInstr *kernel_instr(const HloModule *m) {
   return m->entry->root;
 }
 
-/* Runs the NVPTX kernel of m under the emulator on the same buffers
- * layout as the host kernel (bufs, nb pointers). */
-static void run_emulated(const HloModule *m, void **bufs, int nb) {
-  CodegenOptions o;
-  codegen_options_default(&o);
-  o.target = CG_TARGET_NVPTX;
-  Codegen *cg = codegen_new("reduce_emu", &o, &D);
-  cr_assert(cg, "codegen_new(nvptx): %s", D.msg);
-  LaunchDims ld;
-  cr_assert(codegen_kernel(cg, kernel_instr(m), "kern", &ld, &D), "nvptx kernel: %s", D.msg);
-  StrBuf ir;
-  sb_init(&ir);
-  cr_assert(codegen_llvm_ir(cg, false, &ir, &D), "ir: %s", D.msg);
-  codegen_free(cg);
-  char why[256];
-  bool ran = emu_run(ir.s, Dir, bufs, nb, &ld, why, sizeof why);
-  sb_free(&ir);
-  cr_assert(ran, "emulator: %s", why);
-}
-
-static bool have_clang(void) {
-  return system("command -v clang-19 >/dev/null 2>&1") == 0;
-}
-
 static void check_ptx(const HloModule *m) {
   if (access(PTXAS, X_OK) != 0) return;
-  CodegenOptions o;
-  codegen_options_default(&o);
-  o.target = CG_TARGET_NVPTX;
-  Codegen *cg = codegen_new("reduce_test", &o, &D);
-  cr_assert(cg, "codegen_new(nvptx): %s", D.msg);
+  Codegen *cg = new_codegen("reduce_test", CG_TARGET_NVPTX);
   LaunchDims ld;
   cr_assert(codegen_kernel(cg, kernel_instr(m), "kern", &ld, &D), "nvptx kernel: %s", D.msg);
   cr_assert(ld.block[0] * ld.block[1] * ld.block[2] <= 1024 && ld.block[0] > 0 &&
@@ -136,15 +35,7 @@ static void check_ptx(const HloModule *m) {
   StrBuf ptx;
   sb_init(&ptx);
   cr_assert(codegen_ptx(cg, &ptx, &D), "ptx: %s", D.msg);
-  char path[128], cmd[512];
-  snprintf(path, sizeof path, "%s/k.ptx", Dir);
-  FILE *f = fopen(path, "w");
-  cr_assert(f);
-  fputs(ptx.s, f);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, PTXAS " -arch=sm_90 %s -o %s/k.cubin", path, Dir);
-  int rc = system(cmd);
-  cr_assert(rc == 0, "ptxas rejected the PTX:\n%s", ptx.s);
+  run_ptxas(ptx.s);
   sb_free(&ptx);
   codegen_free(cg);
 }
@@ -198,69 +89,30 @@ static void check(const char *hlo, double atol, double rtol) {
   int nel = io_literal_leaves(expect, &el);
   cr_assert_eq(nel, leaves.len);
 
-  CodegenOptions o;
-  codegen_options_default(&o);
-  o.target = CG_TARGET_HOST;
-  Codegen *cg = codegen_new("reduce_test", &o, &D);
-  cr_assert(cg, "codegen_new(host): %s", D.msg);
-  LaunchDims ld;
-  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "host kernel: %s", D.msg);
-  char so[128];
-  snprintf(so, sizeof so, "%s/k.so", Dir);
-  cr_assert(codegen_host_so(cg, so, &D), "host so: %s", D.msg);
-  codegen_free(cg);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  cr_assert(h, "dlopen: %s", dlerror());
-  void (*fn)(void **) = (void (*)(void **))dlsym(h, "kern");
-  cr_assert(fn, "dlsym kern");
-  fn(bufs);
+  run_host("reduce_test", ki, bufs);
   for (int k = 0; k < leaves.len; k++) {
-    const Shape *s = leaves.data[k];
-    Literal *got = literal_new(A, (Shape *)s);
-    from_physical(bufs[out0 + k], s, got);
-    StrBuf why;
-    sb_init(&why);
-    cr_expect(io_compare(got, el[k], atol, rtol, &why), "output %d: %s", k, why.s);
-    sb_free(&why);
+    char what[32];
+    snprintf(what, sizeof what, "output %d", k);
+    compare_out(bufs[out0 + k], leaves.data[k], el[k], atol, rtol, what);
   }
-  dlclose(h);
   if (have_clang()) {
     for (int k = 0; k < leaves.len; k++) {
       const Shape *s = leaves.data[k];
       int64_t n = shape_elements(s);
       memset(bufs[out0 + k], 0xA5, (size_t)(n > 0 ? n : 1) * (size_t)et_bytes(s->et));
     }
-    run_emulated(m, bufs, nb);
+    LaunchDims ld;
+    run_emulated_kernel("reduce_emu", ki, bufs, nb, &ld);
     for (int k = 0; k < leaves.len; k++) {
-      const Shape *s = leaves.data[k];
-      Literal *got = literal_new(A, (Shape *)s);
-      from_physical(bufs[out0 + k], s, got);
-      StrBuf why;
-      sb_init(&why);
-      cr_expect(io_compare(got, el[k], gpu_atol(atol), gpu_atol(rtol), &why),
-                "emulated GPU output %d: %s", k, why.s);
-      sb_free(&why);
+      char what[48];
+      snprintf(what, sizeof what, "emulated GPU output %d", k);
+      compare_out(bufs[out0 + k], leaves.data[k], el[k], gpu_atol(atol), gpu_atol(rtol), what);
     }
   }
   for (int k = 0; k < nb; k++) free(bufs[k]);
   free(el);
   vec_free(&leaves);
   check_ptx(m);
-}
-
-/* An error (not a wrong kernel) naming `what`, on the host target. */
-static void check_refused(const char *hlo, const char *what) {
-  HloModule *m = parse(hlo);
-  CodegenOptions o;
-  codegen_options_default(&o);
-  o.target = CG_TARGET_HOST;
-  Codegen *cg = codegen_new("reduce_test", &o, &D);
-  cr_assert(cg, "codegen_new(host): %s", D.msg);
-  LaunchDims ld;
-  cr_assert(!codegen_kernel(cg, kernel_instr(m), "kern", &ld, &D), "accepted");
-  cr_assert(D.msg && strstr(D.msg, what), "message: %s", D.msg ? D.msg : "(none)");
-  cr_assert(D.loc.line > 0, "no location");
-  codegen_free(cg);
 }
 
 #define ADD_F32                                                                \

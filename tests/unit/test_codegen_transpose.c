@@ -21,95 +21,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../lib/eval/eval.h"
 #include "codegen_test_util.h"
-
-#define PTXAS "/usr/local/cuda/bin/ptxas"
-
-static HloModule **Mods;
-static int NMods;
-static SrcFile *Src;
-static Arena *A;
-static Diag D;
-static char Dir[64];
-
-static void teardown(void) {
-  for (int k = 0; k < NMods; k++) hlo_module_free(Mods[k]);
-  free(Mods);
-  Mods = NULL;
-  NMods = 0;
-  if (Src) srcfile_free(Src);
-  Src = NULL;
-  if (A) arena_free(A);
-  A = NULL;
-  diag_clear(&D);
-  if (Dir[0]) {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", Dir);
-    cr_expect(system(cmd) == 0);
-    Dir[0] = 0;
-  }
-}
 
 TestSuite(codegen_transpose, .fini = teardown, .timeout = 120);
 
-static HloModule *parse(const char *text) {
-  Src = srcfile_from_string("test.hlo", text, strlen(text));
-  ParseOptions po = {.strip_glog_prefixes = true};
-  NMods = hlo_parse(Src, &po, &Mods, &D);
-  cr_assert(NMods >= 1, "parse: %s", D.msg);
-  cr_assert(hlo_verify(Mods[0], &D), "verify: %s", D.msg);
-  if (!A) A = arena_new();
-  return Mods[0];
-}
-
-/* Physical (layout-order) linear index of logical row-major index `lin`. */
-static int64_t physical_index(const Shape *s, int64_t lin) {
-  int64_t idx[64];
-  for (int d = s->rank - 1; d >= 0; d--) {
-    idx[d] = lin % s->dims[d];
-    lin /= s->dims[d];
-  }
-  int64_t p = 0;
-  for (int j = s->rank - 1; j >= 0; j--) {
-    int64_t d = s->layout ? s->layout->minor_to_major[j] : s->rank - 1 - j;
-    p = p * s->dims[d] + idx[d];
-  }
-  return p;
-}
-
-static void *to_physical(const Literal *l, const Shape *s) {
-  int64_t n = shape_elements(s);
-  int eb = et_bytes(s->et);
-  uint8_t *p = calloc((size_t)(n > 0 ? n : 1), (size_t)eb);
-  for (int64_t k = 0; k < n; k++)
-    memcpy(p + physical_index(s, k) * eb, l->data + k * eb, (size_t)eb);
-  return p;
-}
-
-static void from_physical(const void *buf, const Shape *s, Literal *l) {
-  int64_t n = shape_elements(s);
-  int eb = et_bytes(s->et);
-  for (int64_t k = 0; k < n; k++)
-    memcpy(l->data + k * eb, (const uint8_t *)buf + physical_index(s, k) * eb, (size_t)eb);
-}
-
-static void compare_out(void *buf, const Shape *s, const Literal *want, double atol,
-                        double rtol, const char *what) {
-  Literal *got = literal_new(A, (Shape *)s);
-  from_physical(buf, s, got);
-  StrBuf why;
-  sb_init(&why);
-  cr_expect(io_compare(got, want, atol, rtol, &why), "%s: %s", what, why.s);
-  sb_free(&why);
-}
-
 static void check_ptx(const HloInstr *ki, bool tiled) {
   if (access(PTXAS, X_OK) != 0) return;
-  CodegenOptions o;
-  codegen_options_default(&o);
-  Codegen *cg = codegen_new("transpose_test", &o, &D);
-  cr_assert(cg, "codegen_new(nvptx): %s", D.msg);
+  Codegen *cg = new_codegen("transpose_test", CG_TARGET_NVPTX);
   LaunchDims ld;
   cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "nvptx kernel: %s", D.msg);
   StrBuf ptx;
@@ -119,43 +37,20 @@ static void check_ptx(const HloInstr *ki, bool tiled) {
     cr_expect(strstr(ptx.s, ".shared") && strstr(ptx.s, "bar.sync") &&
               strstr(ptx.s, "ld.shared") && strstr(ptx.s, "st.shared"),
               "no shared-memory tile in the PTX");
-  char path[128], cmd[512];
-  snprintf(path, sizeof path, "%s/k.ptx", Dir);
-  FILE *f = fopen(path, "w");
-  cr_assert(f);
-  fputs(ptx.s, f);
-  fclose(f);
-  snprintf(cmd, sizeof cmd, PTXAS " -arch=sm_90 %s -o %s/k.cubin", path, Dir);
-  cr_assert(system(cmd) == 0, "ptxas rejected the PTX:\n%s", ptx.s);
+  run_ptxas(ptx.s);
   sb_free(&ptx);
   codegen_free(cg);
 }
 
 /* The GPU kernel under the emulator; checks whether it is the tiled one. */
 static void run_emulated(const HloInstr *ki, void **bufs, int nb, bool tiled) {
-  CodegenOptions o;
-  codegen_options_default(&o);
-  Codegen *cg = codegen_new("transpose_emu", &o, &D);
-  cr_assert(cg, "codegen_new(nvptx): %s", D.msg);
   LaunchDims ld;
-  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "nvptx kernel: %s", D.msg);
+  run_emulated_kernel("transpose_emu", ki, bufs, nb, &ld);
   cr_assert(ld.block[0] * ld.block[1] * ld.block[2] <= 1024 && ld.grid[0] > 0,
             "launch dims");
   bool is_tiled = ld.block[0] == 32 && ld.block[1] == 8;
   cr_expect_eq(is_tiled, tiled, "expected the %s kernel, launch is %ux%u threads",
                tiled ? "tiled transpose" : "loop", ld.block[0], ld.block[1]);
-  StrBuf ir;
-  sb_init(&ir);
-  cr_assert(codegen_llvm_ir(cg, false, &ir, &D), "ir: %s", D.msg);
-  codegen_free(cg);
-  char why[256];
-  bool ran = emu_run(ir.s, Dir, bufs, nb, &ld, why, sizeof why);
-  sb_free(&ir);
-  cr_assert(ran, "emulator: %s", why);
-}
-
-static bool have_clang(void) {
-  return system("command -v clang-19 >/dev/null 2>&1") == 0;
 }
 
 /* Host kernel, emulated GPU kernel and PTX of the module's entry root
@@ -190,24 +85,8 @@ static void check(const char *hlo, bool tiled, double tol) {
   cr_assert(eval_module(m, np, args, A, &eo, &want, &D, NULL), "eval: %s", D.msg);
 
   /* host */
-  CodegenOptions o;
-  codegen_options_default(&o);
-  o.target = CG_TARGET_HOST;
-  Codegen *cg = codegen_new("transpose_test", &o, &D);
-  cr_assert(cg, "codegen_new(host): %s", D.msg);
-  LaunchDims ld;
-  cr_assert(codegen_kernel(cg, ki, "kern", &ld, &D), "host kernel: %s", D.msg);
-  char so[128];
-  snprintf(so, sizeof so, "%s/k.so", Dir);
-  cr_assert(codegen_host_so(cg, so, &D), "host so: %s", D.msg);
-  codegen_free(cg);
-  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-  cr_assert(h, "dlopen: %s", dlerror());
-  void (*fn)(void **) = (void (*)(void **))dlsym(h, "kern");
-  cr_assert(fn, "dlsym kern");
   memset(bufs[out], 0xA5, obytes);
-  fn(bufs);
-  dlclose(h);
+  run_host("transpose_test", ki, bufs);
   compare_out(bufs[out], os, want, tol, tol, "host");
 
   /* GPU kernel, emulated */
@@ -401,10 +280,7 @@ Test(codegen_transpose, non_elementwise_consumer_uses_loop) {
  */
 static void loop_ptx(const char *hlo, int want_vec, uint32_t min_blocks) {
   HloModule *m = parse(hlo);
-  CodegenOptions o;
-  codegen_options_default(&o);
-  Codegen *cg = codegen_new("loop_test", &o, &D);
-  cr_assert(cg, "codegen_new(nvptx): %s", D.msg);
+  Codegen *cg = new_codegen("loop_test", CG_TARGET_NVPTX);
   LaunchDims ld;
   cr_assert(codegen_kernel(cg, m->entry->root, "kern", &ld, &D), "nvptx kernel: %s", D.msg);
   cr_expect(ld.grid[0] >= min_blocks, "only %u blocks", ld.grid[0]);
@@ -454,10 +330,7 @@ Test(codegen_transpose, loop_mid_size_fills_sms) {
                        "  %p = f32[200,200]{1,0} parameter(0)\n"
                        "  ROOT %n = f32[200,200]{1,0} negate(%p)\n"
                        "}\n\n" ENTRY1("f32[200,200]{1,0}", "f32[200,200]{1,0}"));
-  CodegenOptions o;
-  codegen_options_default(&o);
-  Codegen *cg = codegen_new("loop_test", &o, &D);
-  cr_assert(cg);
+  Codegen *cg = new_codegen("loop_test", CG_TARGET_NVPTX);
   LaunchDims ld;
   cr_assert(codegen_kernel(cg, m->entry->root, "kern", &ld, &D), "%s", D.msg);
   cr_expect(ld.grid[0] * ld.block[0] >= 40000 && ld.grid[0] >= 132,
