@@ -3,7 +3,9 @@
 #   make             build build/bin/xhloc and build/bin/xhlo-run
 #   make check       every test that needs no GPU (unit, golden, CLI, corpus
 #                    sweep, fuzz smoke); ends with "N passed, N failed"
-#   make check-gpu   the tests that run on an NVIDIA GPU (tests/gpu/check-*.sh)
+#   make check-gpu   the tests that run on an NVIDIA GPU (tests/gpu/check-*.sh);
+#                    needs only xhlo-run when build/gpu-e2e/ holds artifacts
+#                    from `make gpu-artifacts` (for GPU machines without LLVM)
 #   make asan        the check suite built into build-asan/ under
 #                    AddressSanitizer, LeakSanitizer and UBSan
 #   make fuzz        libFuzzer harnesses, FUZZ_SECONDS each (default 60);
@@ -88,7 +90,7 @@ ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 # Objects reached through pattern-rule chains (tests, bench, fuzz) are kept.
 .SECONDARY:
 
-.PHONY: all check check-gpu asan fuzz fuzz-build fuzz-smoke bench clean deps \
+.PHONY: all check check-gpu gpu-artifacts asan fuzz fuzz-build fuzz-smoke bench clean deps \
         setup xhloc xhlo-run test-bins
 
 all: $(BUILD)/bin/xhloc $(BUILD)/bin/xhlo-run
@@ -155,8 +157,17 @@ check: test-bins $(if $(XHLOC_SKIP_FUZZ),,fuzz-build)
 	  XHLOC_FUZZ_BIN=$(FUZZ_BUILD)/bin XHLOC_SKIP_FUZZ=$(XHLOC_SKIP_FUZZ) \
 	  FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) tests/run-checks.sh
 
-check-gpu: all
+# check-gpu needs only xhlo-run: on a GPU machine without LLVM it runs the
+# artifacts `make gpu-artifacts` compiled elsewhere into build/gpu-e2e/.
+check-gpu: $(BUILD)/bin/xhlo-run $(if $(shell command -v $(LLVM_CONFIG) 2>/dev/null),$(BUILD)/bin/xhloc)
 	@XHLOC_BIN=$(BUILD)/bin tests/run-checks.sh --gpu
+
+# The e2e modules compiled for the GPU, for a GPU machine that lacks LLVM.
+gpu-artifacts: $(BUILD)/bin/xhloc
+	@mkdir -p $(BUILD)/gpu-e2e
+	@for f in testdata/e2e/*.hlo; do \
+	  $(BUILD)/bin/xhloc -o $(BUILD)/gpu-e2e/$$(basename $$f .hlo) $$f || exit 1; \
+	done; echo "wrote $(BUILD)/gpu-e2e/"
 
 asan: | deps
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" XHLOC_SKIP_FUZZ=1 check
