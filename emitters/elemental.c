@@ -639,11 +639,15 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
       return emit(e, x->ops[0]->ops[x->tuple_index], idx);
     if (x->ops[0]->op == HLO_REDUCE)
       return emit_reduce(e, x->ops[0], (int)x->tuple_index, idx);
+    if (x->ops[0]->op == HLO_REDUCE_WINDOW)
+      return cg_elemental_reduce_window(e, cg, e->d, x->ops[0], (int)x->tuple_index, idx);
     return fail(e, x, "unsupported tuple access");
   case HLO_MAP:
     return emit_map(e, x, idx);
   case HLO_REDUCE:
     return emit_reduce(e, x, 0, idx);
+  case HLO_REDUCE_WINDOW:
+    return cg_elemental_reduce_window(e, cg, e->d, x, 0, idx);
   case HLO_BROADCAST: case HLO_RESHAPE: case HLO_BITCAST: case HLO_TRANSPOSE:
   case HLO_SLICE: case HLO_REVERSE: case HLO_DYNAMIC_SLICE:
     return emit_mapped(e, x, idx);
