@@ -163,16 +163,8 @@ static void run_module(HloModule *orig, HloModule *opt, const Opts *o,
   int nb = io_index_bounds(orig, &bounds);
   Arena *a = arena_new();
   Literal **vals = xcalloc((size_t)leaves.len + 1, sizeof *vals);
-  for (int k = 0; k < leaves.len; k++) {
-    const Shape *s = leaves.data[k];
-    if (shape_is_array(s))
-      vals[k] = io_random_literal(a, s, o->seed * 1000003u + (uint64_t)k,
-                                  k < nb ? bounds[k] : -1);
-  }
-  Literal **args = xcalloc((size_t)e->nparams + 1, sizeof *args);
-  int at = 0;
-  for (int k = 0; k < e->nparams; k++)
-    args[k] = io_literal_from_leaves(a, e->params[k]->shape, vals, &at);
+  io_random_leaves(a, &leaves, bounds, nb, o->seed, vals);
+  Literal **args = io_entry_args(a, e, vals);
   EvalOptions eo;
   eval_options_default(&eo);
   eo.mem_budget = o->mem_budget;

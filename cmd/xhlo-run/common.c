@@ -14,12 +14,7 @@ Literal **gather_inputs(const RunOpts *o, const PtrVec *leaves,
                         const char *path) {
   Literal **vals = xcalloc((size_t)leaves->len + 1, sizeof *vals);
   if (o->random_inputs) {
-    for (int k = 0; k < leaves->len; k++) {
-      const Shape *s = leaves->data[k];
-      if (s->et == ET_TOKEN) continue;
-      vals[k] = io_random_literal(a, s, o->seed * 1000003u + (uint64_t)k,
-                                  bounds && k < nbounds ? bounds[k] : -1);
-    }
+    io_random_leaves(a, leaves, bounds, nbounds, o->seed, vals);
     return vals;
   }
   int want = 0;

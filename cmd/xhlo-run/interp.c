@@ -59,10 +59,7 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   leaf_vals = gather_inputs(o, &leaves, bounds, nb, arena, path);
   if (!leaf_vals) goto out;
   /* rebuild tuple parameters from the leaves */
-  args = xcalloc((size_t)entry->nparams + 1, sizeof *args);
-  int at = 0;
-  for (int k = 0; k < entry->nparams; k++)
-    args[k] = io_literal_from_leaves(arena, entry->params[k]->shape, leaf_vals, &at);
+  args = io_entry_args(arena, entry, leaf_vals);
 
   EvalOptions eo;
   eval_options_default(&eo);

@@ -124,10 +124,7 @@ static int64_t host_budget(const RunOpts *o) {
 static int compare(const RunOpts *o, const HloModule *m, Literal **leaf_vals, Literal **res,
                    int nres, Arena *arena) {
   const HloComp *entry = m->entry;
-  Literal **args = xcalloc((size_t)entry->nparams + 1, sizeof *args);
-  int at = 0;
-  for (int k = 0; k < entry->nparams; k++)
-    args[k] = io_literal_from_leaves(arena, entry->params[k]->shape, leaf_vals, &at);
+  Literal **args = io_entry_args(arena, entry, leaf_vals);
   EvalOptions eo;
   eval_options_default(&eo);
   eo.rng_seed = o->seed;

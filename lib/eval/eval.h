@@ -120,5 +120,14 @@ void io_shape_leaves(const Shape *s, PtrVec *out);
  * made in a; a NULL leaf (a token) becomes an empty literal of its shape. */
 Literal *io_literal_from_leaves(Arena *a, const Shape *s, Literal **leaves,
                                 int *at);
+/* Random values for parameter leaves (out[k] for leaves->data[k]; NULL for
+ * tokens), as --random-inputs makes them everywhere: leaf k is seeded with
+ * seed * 1000003 + k and, when bounds[k] >= 0 (io_index_bounds), kept in
+ * [0, bounds[k]]. */
+void io_random_leaves(Arena *a, const PtrVec *leaves, const int64_t *bounds,
+                      int nbounds, uint64_t seed, Literal **out);
+/* One argument per parameter of entry, rebuilt from its flattened leaves
+ * (heap array of entry->nparams; tuple nodes in a). */
+Literal **io_entry_args(Arena *a, const HloComp *entry, Literal **leaves);
 
 #endif

@@ -798,6 +798,25 @@ Literal *io_literal_from_leaves(Arena *a, const Shape *s, Literal **leaves,
   return t;
 }
 
+void io_random_leaves(Arena *a, const PtrVec *leaves, const int64_t *bounds,
+                      int nbounds, uint64_t seed, Literal **out) {
+  for (int k = 0; k < leaves->len; k++) {
+    const Shape *s = leaves->data[k];
+    out[k] = shape_is_array(s)
+                 ? io_random_literal(a, s, seed * 1000003u + (uint64_t)k,
+                                     bounds && k < nbounds ? bounds[k] : -1)
+                 : NULL;
+  }
+}
+
+Literal **io_entry_args(Arena *a, const HloComp *entry, Literal **leaves) {
+  Literal **args = xcalloc((size_t)entry->nparams + 1, sizeof *args);
+  int at = 0;
+  for (int k = 0; k < entry->nparams; k++)
+    args[k] = io_literal_from_leaves(a, entry->params[k]->shape, leaves, &at);
+  return args;
+}
+
 void io_shape_leaves(const Shape *s, PtrVec *out) {
   if (s->et == ET_TUPLE) {
     for (int k = 0; k < s->ntuple; k++)
