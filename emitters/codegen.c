@@ -118,8 +118,10 @@ Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
       cg->libdevice_path = sb_detach(&b);
     }
     if (access(cg->libdevice_path, R_OK) != 0) {
-      diag_error(d, (Loc){0}, "codegen: libdevice not found at %s (set CUDA_HOME)",
-                 cg->libdevice_path);
+      diag_error(d, (Loc){0}, "codegen: libdevice not found at %s (%s)",
+                 cg->libdevice_path,
+                 o->libdevice ? "check --libdevice"
+                              : "set CUDA_HOME or give --libdevice=PATH");
       codegen_free(cg);
       return NULL;
     }
