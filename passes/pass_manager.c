@@ -416,6 +416,7 @@ bool pipeline_run_list(HloModule *m, int n, const Pipeline *const *pipes,
   r.o = o;
   r.d = d;
   r.ctx.diag = d;
+  r.ctx.target = o->target;
   bool ok = true;
   if (o->passes_re)
     ok = r.has_keep = compile_re(&r.keep, o->passes_re, true, "--passes", d);

@@ -20,8 +20,13 @@
 
 #include "../lib/hlo/hlo.h"
 
+/* What the module is compiled for: the passes that call vendor libraries
+ * (gemm-rewriter, conv-rewriter) choose their custom-call targets by it. */
+typedef enum PassTarget { PASS_TARGET_GPU, PASS_TARGET_HOST } PassTarget;
+
 typedef struct PassContext {
   Diag *diag;                     /* a failing pass records its error here */
+  PassTarget target;              /* GPU unless --target=host */
 } PassContext;
 
 typedef struct Pass {
@@ -84,6 +89,7 @@ typedef struct PipelineOptions {
   bool time_passes;               /* print a timing table to time_out */
   FILE *time_out;                 /* NULL: stderr */
   int fix_limit;                  /* fixed-point iteration cap; 0: 25 */
+  PassTarget target;              /* passed to every pass (PassContext) */
 } PipelineOptions;
 
 /* Checks the regexes and --run-passes names (the error lists the known

@@ -319,9 +319,9 @@ int run_thunks(const RunOpts *o, const char *path) {
               "of %lld bytes (--mem-budget)\n", path, (long long)total, (long long)budget);
       goto out;
     }
-    plat = platform_host_new(&d);
+    plat = platform_host_new(NULL, &d);
   } else {
-    plat = platform_cuda_new(&d);
+    plat = platform_cuda_new(NULL, &d);
   }
   if (!plat) {
     fprintf(stderr, "xhlo-run: --platform=%s: %s\n", pname, d.msg ? d.msg : "unavailable");

@@ -263,6 +263,7 @@ static int parse_options(int argc, char **argv) {
     }
   }
   Diag d = {0};
+  opt_pipeline.target = opt_backend.host ? PASS_TARGET_HOST : PASS_TARGET_GPU;
   if (!pipeline_check_options(&opt_pipeline, &d))
     usage_error("%s", d.msg);
   if (opt_input_to_output && opt_stage != STAGE_INDEXING)

@@ -53,6 +53,15 @@ struct Platform {
                  uint32_t shmem_bytes, Diag *d);
   bool (*synchronize)(Platform *p, Diag *d);
 
+  /* Library calls (libcall.h), in stream order: s[] holds the device address
+   * of each slice of the thunk (GEMM_* / CONV_* order), 0 for absent ones.
+   * NULL when the platform has no library for them (the executor then
+   * refuses the artifact, naming the thunk). */
+  bool (*gemm)(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES],
+               Diag *d);
+  bool (*conv)(Platform *p, const ConvDesc *c, const DevPtr s[CONV_NSLICES],
+               Diag *d);
+
   /* Timing in stream order: record a mark, and later the milliseconds
    * between two marks (waits for the second).  Marks are small integers
    * 0..nmarks-1 from reserve_marks. */
@@ -63,16 +72,30 @@ struct Platform {
   void (*destroy)(Platform *p);
 };
 
-/*
- * platform_host.c: the host CPU; kernels from PREFIX.host.so (dlopen).
- */
-Platform *platform_host_new(Diag *d);
+/* How a platform is set up (xhlo-run's options).  Zero-initialized is the
+ * default. */
+typedef struct PlatformOptions {
+  int threads;                    /* host: worker threads for kernels and
+                                     oneDNN; 0: XHLO_NUM_THREADS when set,
+                                     else one per core */
+  const char *lib_path;           /* directories (':'-separated) searched
+                                     first for the vendor libraries (oneDNN,
+                                     cuBLASLt, cuDNN); NULL: none */
+} PlatformOptions;
 
 /*
- * platform_cuda.c: the first CUDA device through libcuda.so.1 (dlopen).
- * NULL with a one-line message when there is no driver or no device.
+ * platform_host.c: the host CPU; kernels from PREFIX.host.so (dlopen),
+ * library calls through oneDNN (onednn.c).  o may be NULL.
  */
-Platform *platform_cuda_new(Diag *d);
+Platform *platform_host_new(const PlatformOptions *o, Diag *d);
+
+/*
+ * platform_cuda.c: the first CUDA device through libcuda.so.1 (dlopen);
+ * library calls through cuBLASLt and cuDNN (cublaslt.c, cudnn.c), opened
+ * when the first such thunk is prepared.  NULL with a one-line message when
+ * there is no driver or no device.  o may be NULL.
+ */
+Platform *platform_cuda_new(const PlatformOptions *o, Diag *d);
 
 void platform_free(Platform *p);  /* NULL is fine */
 

@@ -304,7 +304,7 @@ static bool cuda_open(CudaState *c, Diag *d) {
   return ck(c, c->api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent", d);
 }
 
-Platform *platform_cuda_new(Diag *d) {
+Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
   CudaState *c = xcalloc(1, sizeof *c);
   Platform *p = xcalloc(1, sizeof *p);
   p->name = "cuda";

@@ -164,7 +164,7 @@ static void host_destroy(Platform *p) {
   free(h);
 }
 
-Platform *platform_host_new(Diag *d) {
+Platform *platform_host_new(const PlatformOptions *o, Diag *d) {
   Platform *p = xcalloc(1, sizeof *p);
   p->name = "host";
   p->impl = xcalloc(1, sizeof(HostState));

@@ -25,6 +25,7 @@
 #define XHLOC_THUNKS_H
 
 #include "../support/support.h"
+#include "libcall.h"
 
 #define THUNK_FILE_MAGIC "XHLO-THUNKS"
 #define THUNK_FILE_VERSION 1
@@ -60,6 +61,8 @@ typedef enum ThunkKind {
   THUNK_MEMSET32,                 /* fill dst with a 32-bit pattern */
   THUNK_WHILE,                    /* cond, then body while the pred is true */
   THUNK_CONDITIONAL,              /* one of the branch sequences */
+  THUNK_GEMM,                     /* a library matrix multiply (libcall.h) */
+  THUNK_CONV,                     /* a library convolution (libcall.h) */
 } ThunkKind;
 
 typedef struct ThunkSeq ThunkSeq;
@@ -93,6 +96,15 @@ typedef struct Thunk {
   bool index_is_pred;
   int nbranches;
   ThunkSeq *branches;
+
+  /* GEMM and CONV: the custom-call target it came from (for the text:
+   * "__cublas$gemm" prints as kGemm, "__cublas$lt$matmul" as
+   * kCublasLtMatmul, the others as kGemm / kConvolution), the descriptor,
+   * and the slices in the order of GEMM_* / CONV_* (alloc -1: absent). */
+  char *target;
+  GemmDesc *gemm;
+  ConvDesc *conv;
+  BufSlice lib[LIB_MAX_SLICES];
 } Thunk;
 
 struct ThunkSeq {

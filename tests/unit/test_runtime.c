@@ -70,7 +70,7 @@ static void setup(void) {
   Art->outputs = ARENA_ARRAY(Art->arena, ArtLeaf, 8);
   Art->consts = ARENA_ARRAY(Art->arena, ArtConstant, 8);
   Art->entry.thunks = ARENA_ARRAY(Art->arena, Thunk, 8);
-  Plat = platform_host_new(&D);
+  Plat = platform_host_new(NULL, &D);
   Out = arena_new();
 }
 
