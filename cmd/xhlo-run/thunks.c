@@ -49,6 +49,8 @@ static const char *kind_text(ThunkKind k) {
   case THUNK_MEMSET32: return "memset32";
   case THUNK_WHILE: return "while";
   case THUNK_CONDITIONAL: return "conditional";
+  case THUNK_GEMM: return "gemm";
+  case THUNK_CONV: return "convolution";
   }
   return "?";
 }

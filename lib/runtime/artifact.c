@@ -147,6 +147,20 @@ static bool check_thunk(Checker *c, const Thunk *t, int depth) {
       if (!check_seq(c, &t->branches[k], depth + 1))
         return false;
     return true;
+  case THUNK_GEMM:
+  case THUNK_CONV:
+    for (int k = 0; k < LIB_MAX_SLICES; k++) {
+      snprintf(what, sizeof what, "library call slice %d", k);
+      if (t->lib[k].alloc >= 0 && !check_slice(c, &t->lib[k], what))
+        return false;
+    }
+    if (t->kind == THUNK_GEMM)
+      return t->conv ? diag_error(c->d, noloc(), "GEMM thunk with a "
+                                                 "convolution descriptor")
+                     : libcall_check_gemm(t->gemm, t->lib, c->d);
+    return t->gemm ? diag_error(c->d, noloc(), "convolution thunk with a GEMM "
+                                               "descriptor")
+                   : libcall_check_conv(t->conv, t->lib, c->d);
   }
   return diag_error(c->d, noloc(), "unknown thunk kind %d", (int)t->kind);
 }
@@ -254,13 +268,18 @@ bool artifact_validate(const Artifact *a, Diag *d) {
 /*
  * Text
  */
-static const char *kind_name(ThunkKind k) {
-  switch (k) {
+static const char *kind_name(const Thunk *t) {
+  switch (t->kind) {
   case THUNK_KERNEL: return "kKernel";
   case THUNK_COPY: return "kCopy";
   case THUNK_MEMSET32: return "kMemset32BitValue";
   case THUNK_WHILE: return "kWhile";
   case THUNK_CONDITIONAL: return "kConditional";
+  case THUNK_GEMM:
+    return t->target && strcmp(t->target, "__cublas$lt$matmul") == 0
+               ? "kCublasLtMatmul"
+               : "kGemm";
+  case THUNK_CONV: return "kConvolution";
   }
   return "kUnknown";
 }
@@ -326,6 +345,14 @@ static void print_thunk(StrBuf *b, const Thunk *t, int indent, int *next_id,
       }
     }
     break;
+  case THUNK_GEMM:
+    if (t->gemm)
+      libcall_print_gemm(b, t->gemm, t->lib);
+    break;
+  case THUNK_CONV:
+    if (t->conv)
+      libcall_print_conv(b, t->conv, t->lib);
+    break;
   }
 }
 
@@ -340,13 +367,13 @@ static void print_seq(StrBuf *b, const ThunkSeq *q, int indent, int *next_id,
   }
   size_t longest = 0;
   for (int k = 0; k < q->n; k++) {
-    size_t n = strlen(kind_name(q->thunks[k].kind));
+    size_t n = strlen(kind_name(&q->thunks[k]));
     if (n > longest)
       longest = n;
   }
   for (int k = 0; k < q->n; k++) {
     const Thunk *t = &q->thunks[k];
-    const char *kn = kind_name(t->kind);
+    const char *kn = kind_name(t);
     put_indent(b, indent);
     sb_printf(b, "%03d: %s", (*next_id)++, kn);
     for (size_t p = strlen(kn); p < longest; p++)

@@ -36,6 +36,7 @@ struct ExecThunk {
   DevPtr src, dst, pred;          /* COPY/MEMSET32 src, dst; WHILE/COND: pred */
   ExecSeq cond, body;             /* WHILE */
   ExecSeq *branches;              /* CONDITIONAL: nbranches */
+  DevPtr lib[LIB_MAX_SLICES];     /* GEMM/CONV: slice addresses, 0: absent */
 };
 
 struct Executor {
@@ -70,6 +71,8 @@ static const char *kind_name(ThunkKind k) {
   case THUNK_MEMSET32: return "memset32";
   case THUNK_WHILE: return "while";
   case THUNK_CONDITIONAL: return "conditional";
+  case THUNK_GEMM: return "gemm";
+  case THUNK_CONV: return "convolution";
   }
   return "?";
 }
@@ -208,6 +211,21 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
     for (int b = 0; b < t->nbranches; b++)
       if (!prepare_seq(e, &t->branches[b], depth + 1, &x->branches[b], d)) return false;
     return true;
+  case THUNK_GEMM:
+  case THUNK_CONV: {
+    bool gemm = t->kind == THUNK_GEMM;
+    if (gemm ? !e->p->gemm : !e->p->conv)
+      return ex_err(d, "platform %s has no library for the %s thunk '%s'", e->p->name,
+                    kind_name(t->kind), t->annotation ? t->annotation : "");
+    if (gemm ? !libcall_check_gemm(t->gemm, t->lib, d) : !libcall_check_conv(t->conv, t->lib, d))
+      return false;
+    for (int k = 0; k < LIB_MAX_SLICES; k++) {
+      if (t->lib[k].alloc < 0) continue;
+      if (!check_slice(e, t->lib[k], "library call operand", t, d)) return false;
+      x->lib[k] = slice_addr(e, t->lib[k]);
+    }
+    return true;
+  }
   }
   return ex_err(d, "the artifact has a thunk of unknown kind %d", (int)t->kind);
 }
@@ -413,6 +431,10 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
     }
     return run_seq(e, &x->branches[b], d);
   }
+  case THUNK_GEMM:
+    return p->gemm(p, t->gemm, x->lib, d);
+  case THUNK_CONV:
+    return p->conv(p, t->conv, x->lib, d);
   }
   return false;
 }

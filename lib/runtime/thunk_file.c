@@ -28,6 +28,15 @@
  *     seq N ... (condition)  seq N ... (body), one deeper
  *   conditional annotation=STR index=SLICE index-type=pred|s32 branches=N
  *     seq N ... per branch, one deeper
+ *   gemm annotation=STR target=STR batch=B m=M n=N k=K alpha=X,X beta=X
+ *        act=NAME bias=ET|- tf32=0|1 workspace=W
+ *     matrix et=ET rows=R cols=C strides=BS,RS,CS   (A, B, C, D; one deeper)
+ *     lib SLICE|-                    (GEMM_NSLICES lines, one deeper)
+ *   conv annotation=STR target=STR kind=NAME spatial=S groups=G alpha=X
+ *        side-scale=X act=NAME bias=ET|- tf32=0|1 workspace=W
+ *     tensor et=ET dims=D,... strides=S,...      (x, w, y; 2+S numbers each)
+ *     window stride=.. dilation=.. pad-lo=.. pad-hi=..   (S numbers each)
+ *     lib SLICE|-                    (CONV_NSLICES lines)
  *   end-thunks
  *   section constant K LEN\n<LEN bytes>\n     (one per constant, in order)
  *   section original-hlo LEN|-\n<LEN bytes>\n
@@ -35,7 +44,9 @@
  *   checksum HEX16                   (checksum64 of every byte before it)
  *
  * STR is LEN:BYTES (any bytes, newlines included) or '-' for none; SLICE is
- * {index:A, offset:O, size:S} as XLA prints a BufferAllocation::Slice; F is
+ * {index:A, offset:O, size:S} as XLA prints a BufferAllocation::Slice; X is
+ * a double as the 16 hex digits of its bits (exact); ET an element type
+ * name; lists are comma-separated; F is
  * flag names joined by '|' ('-': none).  Every line at nesting depth k starts
  * with 2k spaces.  Numbers are decimal.
  *
@@ -91,6 +102,98 @@ static void put_indent(StrBuf *b, int depth) {
 
 static void put_seq(StrBuf *b, const ThunkSeq *q, int depth);
 
+static void put_double(StrBuf *b, double v) {
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  sb_printf(b, "%016llx", (unsigned long long)bits);
+}
+
+static void put_i64s(StrBuf *b, const int64_t *v, int n) {
+  for (int k = 0; k < n; k++)
+    sb_printf(b, "%s%lld", k ? "," : "", (long long)v[k]);
+}
+
+static void put_libcall_head(StrBuf *b, const Thunk *t, LibActivation act,
+                             bool has_bias, ElemType bias_et, bool tf32,
+                             int64_t workspace) {
+  sb_printf(b, " act=%s bias=%s tf32=%d workspace=%lld\n",
+            lib_activation_name(act), has_bias ? et_name(bias_et) : "-",
+            tf32 ? 1 : 0, (long long)workspace);
+}
+
+static void put_lib_slices(StrBuf *b, const Thunk *t, int n, int depth) {
+  for (int k = 0; k < n; k++) {
+    put_indent(b, depth + 1);
+    sb_puts(b, "lib ");
+    if (t->lib[k].alloc < 0)
+      sb_putc(b, '-');
+    else
+      put_slice(b, &t->lib[k]);
+    sb_putc(b, '\n');
+  }
+}
+
+static void put_gemm(StrBuf *b, const Thunk *t, int depth) {
+  const GemmDesc *g = t->gemm;
+  sb_puts(b, "gemm annotation=");
+  put_str(b, t->annotation);
+  sb_puts(b, " target=");
+  put_str(b, t->target);
+  sb_printf(b, " batch=%lld m=%lld n=%lld k=%lld alpha=", (long long)g->batch,
+            (long long)g->m, (long long)g->n, (long long)g->k);
+  put_double(b, g->alpha_re);
+  sb_putc(b, ',');
+  put_double(b, g->alpha_im);
+  sb_puts(b, " beta=");
+  put_double(b, g->beta);
+  put_libcall_head(b, t, g->act, g->has_bias, g->bias_et, g->allow_tf32,
+                   g->workspace_bytes);
+  const GemmMatrix *mats[4] = {&g->a, &g->b, &g->c, &g->d};
+  for (int k = 0; k < 4; k++) {
+    put_indent(b, depth + 1);
+    sb_printf(b, "matrix et=%s rows=%lld cols=%lld strides=%lld,%lld,%lld\n",
+              et_name(mats[k]->et), (long long)mats[k]->rows,
+              (long long)mats[k]->cols, (long long)mats[k]->batch_stride,
+              (long long)mats[k]->row_stride, (long long)mats[k]->col_stride);
+  }
+  put_lib_slices(b, t, GEMM_NSLICES, depth);
+}
+
+static void put_conv(StrBuf *b, const Thunk *t, int depth) {
+  const ConvDesc *c = t->conv;
+  sb_puts(b, "conv annotation=");
+  put_str(b, t->annotation);
+  sb_puts(b, " target=");
+  put_str(b, t->target);
+  sb_printf(b, " kind=%s spatial=%d groups=%lld alpha=", conv_kind_name(c->kind),
+            c->nspatial, (long long)c->groups);
+  put_double(b, c->alpha);
+  sb_puts(b, " side-scale=");
+  put_double(b, c->side_scale);
+  put_libcall_head(b, t, c->act, c->has_bias, c->bias_et, c->allow_tf32,
+                   c->workspace_bytes);
+  const ConvTensor *ts[3] = {&c->x, &c->w, &c->y};
+  for (int k = 0; k < 3; k++) {
+    put_indent(b, depth + 1);
+    sb_printf(b, "tensor et=%s dims=", et_name(ts[k]->et));
+    put_i64s(b, ts[k]->dims, 2 + c->nspatial);
+    sb_puts(b, " strides=");
+    put_i64s(b, ts[k]->strides, 2 + c->nspatial);
+    sb_putc(b, '\n');
+  }
+  put_indent(b, depth + 1);
+  sb_puts(b, "window stride=");
+  put_i64s(b, c->stride, c->nspatial);
+  sb_puts(b, " dilation=");
+  put_i64s(b, c->dilation, c->nspatial);
+  sb_puts(b, " pad-lo=");
+  put_i64s(b, c->pad_lo, c->nspatial);
+  sb_puts(b, " pad-hi=");
+  put_i64s(b, c->pad_hi, c->nspatial);
+  sb_putc(b, '\n');
+  put_lib_slices(b, t, CONV_NSLICES, depth);
+}
+
 static void put_thunk(StrBuf *b, const Thunk *t, int depth) {
   put_indent(b, depth);
   switch (t->kind) {
@@ -143,6 +246,12 @@ static void put_thunk(StrBuf *b, const Thunk *t, int depth) {
               t->index_is_pred ? "pred" : "s32", t->nbranches);
     for (int k = 0; k < t->nbranches; k++)
       put_seq(b, &t->branches[k], depth + 1);
+    return;
+  case THUNK_GEMM:
+    put_gemm(b, t, depth);
+    return;
+  case THUNK_CONV:
+    put_conv(b, t, depth);
     return;
   }
   die("unknown thunk kind %d", (int)t->kind);
@@ -433,6 +542,168 @@ static bool read_kernel(Rd *r, Thunk *t, int depth) {
   return true;
 }
 
+/* A double written as the hex digits of its bits; NaN and infinities are
+ * refused (no descriptor scalar is one). */
+static bool dbl(Rd *r, double *out) {
+  uint64_t bits;
+  if (!hex64(r, &bits))
+    return false;
+  memcpy(out, &bits, sizeof bits);
+  if (*out != *out || *out - *out != 0)
+    return fail(r, "a finite number");
+  return true;
+}
+
+/* An element type name, up to the next space or newline. */
+static bool elem_type(Rd *r, bool allow_none, ElemType *out) {
+  if (r->failed)
+    return false;
+  if (allow_none && r->p < r->end && *r->p == '-') {
+    r->p++;
+    *out = ET_INVALID;
+    return true;
+  }
+  size_t n = 0;
+  while (n < left(r) && r->p[n] != ' ' && r->p[n] != '\n' && r->p[n] != ',')
+    n++;
+  ElemType t = et_from_name(r->p, n);
+  if (t == ET_INVALID || !et_is_array(t) || et_bytes(t) <= 0)
+    return fail(r, "an array element type");
+  r->p += n;
+  *out = t;
+  return true;
+}
+
+static bool i64s(Rd *r, int n, int64_t lo, int64_t *out) {
+  for (int k = 0; k < n; k++)
+    if ((k && !lit(r, ",")) || !num(r, lo, INT64_MAX, &out[k]))
+      return false;
+  return true;
+}
+
+static bool activation(Rd *r, LibActivation *out) {
+  for (int a = LIB_ACT_NONE; a <= LIB_ACT_GELU_ERF; a++) {
+    const char *n = lib_activation_name((LibActivation)a);
+    size_t len = strlen(n);
+    if (left(r) > len && memcmp(r->p, n, len) == 0 && r->p[len] == ' ') {
+      r->p += len;
+      *out = (LibActivation)a;
+      return true;
+    }
+  }
+  return fail(r, "an activation (none, relu, gelu_tanh, gelu_erf)");
+}
+
+static bool flag01(Rd *r, bool *out) {
+  int v;
+  if (!num_int(r, 0, 1, &v))
+    return false;
+  *out = v != 0;
+  return true;
+}
+
+/* " act=NAME bias=ET|- tf32=0|1 workspace=W\n" */
+static bool read_libcall_tail(Rd *r, LibActivation *act, bool *has_bias,
+                              ElemType *bias_et, bool *tf32, int64_t *ws) {
+  if (!(lit(r, " act=") && activation(r, act) && lit(r, " bias=") &&
+        elem_type(r, true, bias_et) && lit(r, " tf32=") && flag01(r, tf32) &&
+        lit(r, " workspace=") && num(r, 0, INT64_MAX, ws) && lit(r, "\n")))
+    return false;
+  *has_bias = *bias_et != ET_INVALID;
+  return true;
+}
+
+static bool read_lib_slices(Rd *r, Thunk *t, int n, int depth) {
+  for (int k = 0; k < LIB_MAX_SLICES; k++)
+    t->lib[k] = (BufSlice){-1, 0, 0};
+  for (int k = 0; k < n; k++) {
+    if (!(indent(r, depth + 1) && lit(r, "lib ")))
+      return false;
+    if (r->p < r->end && *r->p == '-')
+      r->p++;
+    else if (!slice(r, &t->lib[k]))
+      return false;
+    if (!lit(r, "\n"))
+      return false;
+  }
+  return true;
+}
+
+static bool read_gemm(Rd *r, Thunk *t, int depth) {
+  t->kind = THUNK_GEMM;
+  GemmDesc *g = t->gemm = ARENA_NEW(r->ar, GemmDesc);
+  if (!(lit(r, "annotation=") && str(r, &t->annotation) &&
+        lit(r, " target=") && str(r, &t->target) && lit(r, " batch=") &&
+        num(r, 1, INT64_MAX, &g->batch) && lit(r, " m=") &&
+        num(r, 1, INT64_MAX, &g->m) && lit(r, " n=") &&
+        num(r, 1, INT64_MAX, &g->n) && lit(r, " k=") &&
+        num(r, 1, INT64_MAX, &g->k) && lit(r, " alpha=") &&
+        dbl(r, &g->alpha_re) && lit(r, ",") && dbl(r, &g->alpha_im) &&
+        lit(r, " beta=") && dbl(r, &g->beta) &&
+        read_libcall_tail(r, &g->act, &g->has_bias, &g->bias_et,
+                          &g->allow_tf32, &g->workspace_bytes)))
+    return false;
+  GemmMatrix *mats[4] = {&g->a, &g->b, &g->c, &g->d};
+  for (int k = 0; k < 4; k++) {
+    GemmMatrix *x = mats[k];
+    int64_t st[3];
+    if (!(indent(r, depth + 1) && lit(r, "matrix et=") &&
+          elem_type(r, false, &x->et) && lit(r, " rows=") &&
+          num(r, 0, INT64_MAX, &x->rows) && lit(r, " cols=") &&
+          num(r, 0, INT64_MAX, &x->cols) && lit(r, " strides=") &&
+          i64s(r, 3, 0, st) && lit(r, "\n")))
+      return false;
+    x->batch_stride = st[0];
+    x->row_stride = st[1];
+    x->col_stride = st[2];
+  }
+  return read_lib_slices(r, t, GEMM_NSLICES, depth);
+}
+
+static bool read_conv_kind(Rd *r, ConvKind *out) {
+  for (int k = CONV_FORWARD; k <= CONV_BACKWARD_FILTER; k++) {
+    const char *n = conv_kind_name((ConvKind)k);
+    size_t len = strlen(n);
+    if (left(r) > len && memcmp(r->p, n, len) == 0 && r->p[len] == ' ') {
+      r->p += len;
+      *out = (ConvKind)k;
+      return true;
+    }
+  }
+  return fail(r, "a convolution kind (forward, backward_input, "
+                 "backward_filter)");
+}
+
+static bool read_conv(Rd *r, Thunk *t, int depth) {
+  t->kind = THUNK_CONV;
+  ConvDesc *c = t->conv = ARENA_NEW(r->ar, ConvDesc);
+  if (!(lit(r, "annotation=") && str(r, &t->annotation) &&
+        lit(r, " target=") && str(r, &t->target) && lit(r, " kind=") &&
+        read_conv_kind(r, &c->kind) && lit(r, " spatial=") &&
+        num_int(r, 1, CONV_MAX_SPATIAL, &c->nspatial) && lit(r, " groups=") &&
+        num(r, 1, INT64_MAX, &c->groups) && lit(r, " alpha=") &&
+        dbl(r, &c->alpha) && lit(r, " side-scale=") &&
+        dbl(r, &c->side_scale) &&
+        read_libcall_tail(r, &c->act, &c->has_bias, &c->bias_et,
+                          &c->allow_tf32, &c->workspace_bytes)))
+    return false;
+  int nd = 2 + c->nspatial, ns = c->nspatial;
+  ConvTensor *ts[3] = {&c->x, &c->w, &c->y};
+  for (int k = 0; k < 3; k++)
+    if (!(indent(r, depth + 1) && lit(r, "tensor et=") &&
+          elem_type(r, false, &ts[k]->et) && lit(r, " dims=") &&
+          i64s(r, nd, 1, ts[k]->dims) && lit(r, " strides=") &&
+          i64s(r, nd, 0, ts[k]->strides) && lit(r, "\n")))
+      return false;
+  if (!(indent(r, depth + 1) && lit(r, "window stride=") &&
+        i64s(r, ns, 1, c->stride) && lit(r, " dilation=") &&
+        i64s(r, ns, 1, c->dilation) && lit(r, " pad-lo=") &&
+        i64s(r, ns, 0, c->pad_lo) && lit(r, " pad-hi=") &&
+        i64s(r, ns, 0, c->pad_hi) && lit(r, "\n")))
+    return false;
+  return read_lib_slices(r, t, CONV_NSLICES, depth);
+}
+
 static bool read_thunk(Rd *r, Thunk *t, int depth) {
   if (!indent(r, depth))
     return false;
@@ -487,7 +758,16 @@ static bool read_thunk(Rd *r, Thunk *t, int depth) {
         return false;
     return true;
   }
-  return fail(r, "a thunk (kernel, copy, memset32, while or conditional)");
+  if (left(r) >= 5 && memcmp(r->p, "gemm ", 5) == 0) {
+    r->p += 5;
+    return read_gemm(r, t, depth);
+  }
+  if (left(r) >= 5 && memcmp(r->p, "conv ", 5) == 0) {
+    r->p += 5;
+    return read_conv(r, t, depth);
+  }
+  return fail(r, "a thunk (kernel, copy, memset32, while, conditional, gemm "
+                 "or conv)");
 }
 
 static bool read_seq(Rd *r, ThunkSeq *q, int depth) {

@@ -168,6 +168,18 @@ void artifact_print_thunks(StrBuf *b, const Artifact *a);
 void artifact_describe(StrBuf *b, const Artifact *a);
 
 /*
+ * libcall.c: library-call descriptors in artifacts
+ */
+/* A GEMM / convolution thunk's descriptor against its slices (lib[], in
+ * GEMM_* / CONV_* order): sizes agree, every operand fits in its slice, the
+ * optional slices are there exactly when the descriptor uses them. */
+bool libcall_check_gemm(const GemmDesc *g, const BufSlice lib[], Diag *d);
+bool libcall_check_conv(const ConvDesc *c, const BufSlice lib[], Diag *d);
+/* The thunk text after the kind: ", batch = 1, m = 64, ...". */
+void libcall_print_gemm(StrBuf *b, const GemmDesc *g, const BufSlice lib[]);
+void libcall_print_conv(StrBuf *b, const ConvDesc *c, const BufSlice lib[]);
+
+/*
  * thunk_file.c: the file
  */
 /* The whole file's bytes, appended to out (format: thunk_file.c's top
