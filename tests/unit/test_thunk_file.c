@@ -447,3 +447,158 @@ Test(thunk_file, independent_seed_file) {
   artifact_free(a);
   srcfile_free(f);
 }
+
+/* ---- library calls ------------------------------------------------------- */
+
+/* sample() plus a cuBLASLt GEMM (2x2 @ 2x2 + bias, relu) and a 1-D cuDNN
+ * forward convolution (x f32[1,1,4], w f32[1,1,2] -> y f32[1,1,3]). */
+static Artifact *sample_lib(void) {
+  Artifact *a = sample();
+  Arena *ar = a->arena;
+  Thunk *entry = ARENA_ARRAY(ar, Thunk, 5);
+  memcpy(entry, a->entry.thunks, 3 * sizeof *entry);
+  Thunk *g = &entry[3];
+  *g = (Thunk){.kind = THUNK_GEMM, .trip_count = -1};
+  g->annotation = arena_strdup(ar, "custom-call.3");
+  g->target = arena_strdup(ar, "__cublas$lt$matmul");
+  GemmDesc *gd = g->gemm = ARENA_NEW(ar, GemmDesc);
+  gd->batch = 1, gd->m = gd->n = gd->k = 2;
+  GemmMatrix rm = {ET_F32, 2, 2, 0, 2, 1};
+  gd->a = gd->b = gd->c = gd->d = rm;
+  gd->b.row_stride = 1, gd->b.col_stride = 2; /* column-major B */
+  gd->alpha_re = 0.5;
+  gd->act = LIB_ACT_RELU;
+  gd->has_bias = true;
+  gd->bias_et = ET_F32;
+  gd->allow_tf32 = true;
+  for (int k = 0; k < LIB_MAX_SLICES; k++)
+    g->lib[k] = sl(-1, 0, 0);
+  g->lib[GEMM_A] = sl(0, 0, 16);
+  g->lib[GEMM_B] = sl(1, 0, 16);
+  g->lib[GEMM_BIAS] = sl(3, 96, 8);
+  g->lib[GEMM_D] = sl(3, 0, 16);
+  Thunk *c = &entry[4];
+  *c = (Thunk){.kind = THUNK_CONV, .trip_count = -1};
+  c->annotation = arena_strdup(ar, "custom-call.4");
+  c->target = arena_strdup(ar, "__cudnn$convForward");
+  ConvDesc *cd = c->conv = ARENA_NEW(ar, ConvDesc);
+  cd->kind = CONV_FORWARD;
+  cd->nspatial = 1;
+  cd->x = (ConvTensor){ET_F32, {1, 1, 4}, {4, 4, 1}};
+  cd->w = (ConvTensor){ET_F32, {1, 1, 2}, {2, 2, 1}};
+  cd->y = (ConvTensor){ET_F32, {1, 1, 3}, {3, 3, 1}};
+  cd->stride[0] = cd->dilation[0] = 1;
+  cd->groups = 1;
+  cd->alpha = 1;
+  for (int k = 0; k < LIB_MAX_SLICES; k++)
+    c->lib[k] = sl(-1, 0, 0);
+  c->lib[CONV_X] = sl(0, 0, 16);
+  c->lib[CONV_W] = sl(1, 0, 8);
+  c->lib[CONV_Y] = sl(3, 16, 12);
+  a->entry.thunks = entry;
+  a->entry.n = 5;
+  return a;
+}
+
+Test(thunk_file, library_calls_round_trip) {
+  Artifact *a = sample_lib();
+  Diag d = {0};
+  cr_assert(artifact_validate(a, &d), "%s", d.msg);
+  StrBuf b = serialized(a);
+  Artifact *r = artifact_parse(b.s, b.len, "t.thunks", &d);
+  cr_assert_not_null(r, "%s", d.msg);
+  const Thunk *g = &r->entry.thunks[3], *c = &r->entry.thunks[4];
+  cr_assert_eq(g->kind, THUNK_GEMM);
+  cr_assert_str_eq(g->target, "__cublas$lt$matmul");
+  cr_assert(g->gemm->alpha_re == 0.5 && g->gemm->beta == 0);
+  cr_assert_eq(g->gemm->b.col_stride, 2);
+  cr_assert(g->gemm->has_bias && g->gemm->allow_tf32);
+  cr_assert_eq(g->gemm->act, LIB_ACT_RELU);
+  cr_assert_eq(g->lib[GEMM_C].alloc, -1);
+  cr_assert_eq(g->lib[GEMM_BIAS].offset, 96);
+  cr_assert_eq(c->kind, THUNK_CONV);
+  cr_assert_eq(c->conv->y.dims[2], 3);
+  cr_assert_eq(c->lib[CONV_Y].offset, 16);
+  StrBuf b2 = serialized(r);
+  cr_assert_eq(b.len, b2.len);
+  cr_assert(memcmp(b.s, b2.s, b.len) == 0);
+  sb_clear(&b2);
+  artifact_print_thunks(&b2, r);
+  cr_assert(strstr(b2.s, "006: kCublasLtMatmul\t, batch = 1, m = 2, n = 2, k = 2"),
+            "%s", b2.s);
+  cr_assert(strstr(b2.s, "activation = relu, bias = f32[2], tf32"), "%s", b2.s);
+  cr_assert(strstr(b2.s, "007: kConvolution   \t, kind = forward, x = "
+                         "f32[1,1,4] strides [4,4,1]"),
+            "%s", b2.s);
+  sb_free(&b);
+  sb_free(&b2);
+  artifact_free(a);
+  artifact_free(r);
+}
+
+Test(thunk_file, library_calls_byte_flips_refused) {
+  Artifact *a = sample_lib();
+  StrBuf b = serialized(a);
+  /* Every byte of the gemm and conv lines, flipped behind a good checksum:
+   * refused or read back as a valid artifact, never a crash. */
+  const char *from = strstr(b.s, "gemm annotation=");
+  const char *to = strstr(b.s, "end-thunks");
+  cr_assert(from && to);
+  char *copy = xmalloc(b.len);
+  for (size_t at = (size_t)(from - b.s); at < (size_t)(to - b.s); at++) {
+    memcpy(copy, b.s, b.len);
+    copy[at] ^= 0x04;
+    fix_checksum(copy, b.len);
+    Diag d = {0};
+    Artifact *r = artifact_parse(copy, b.len, "t.thunks", &d);
+    if (r) {
+      cr_assert(artifact_validate(r, &d), "%s", d.msg);
+      artifact_free(r);
+    }
+    diag_clear(&d);
+  }
+  free(copy);
+  sb_free(&b);
+  artifact_free(a);
+}
+
+Test(thunk_file, library_calls_inconsistent) {
+  Diag d = {0};
+  Artifact *a = sample_lib();
+  a->entry.thunks[3].lib[GEMM_A] = sl(0, 0, 12);    /* A needs 16 bytes */
+  cr_assert_not(artifact_validate(a, &d));
+  cr_assert(strstr(d.msg, "the A operand spans 16 bytes but its slice has 12"),
+            "%s", d.msg);
+  diag_clear(&d);
+  StrBuf b = serialized(a);
+  expect_refused(b.s, b.len, "inconsistent");
+  sb_free(&b);
+  artifact_free(a);
+  a = sample_lib();
+  a->entry.thunks[3].gemm->beta = 1;                /* C needed */
+  cr_assert_not(artifact_validate(a, &d));
+  cr_assert(strstr(d.msg, "the C slice is missing"), "%s", d.msg);
+  diag_clear(&d);
+  artifact_free(a);
+  a = sample_lib();
+  a->entry.thunks[3].gemm->a.row_stride = 3;        /* neither major */
+  a->entry.thunks[3].gemm->a.col_stride = 2;
+  cr_assert_not(artifact_validate(a, &d));
+  cr_assert(strstr(d.msg, "neither row- nor column-major"), "%s", d.msg);
+  diag_clear(&d);
+  artifact_free(a);
+  a = sample_lib();
+  a->entry.thunks[4].conv->pad_hi[0] = 1;           /* y would be 4 long */
+  cr_assert_not(artifact_validate(a, &d));
+  cr_assert(strstr(d.msg, "spatial dimension 0 of y is 3, the window gives 4"),
+            "%s", d.msg);
+  diag_clear(&d);
+  artifact_free(a);
+  a = sample_lib();
+  a->entry.thunks[4].conv->kind = CONV_BACKWARD_INPUT;
+  a->entry.thunks[4].conv->act = LIB_ACT_RELU;      /* epilogue on backward */
+  cr_assert_not(artifact_validate(a, &d));
+  cr_assert(strstr(d.msg, "an epilogue on a backward_input"), "%s", d.msg);
+  diag_clear(&d);
+  artifact_free(a);
+}
