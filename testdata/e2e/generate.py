@@ -122,6 +122,121 @@ def f(p, x):
     return jax.lax.cond(p > 0, lambda v: v * 2.0, lambda v: v - 1.0, x)
 args = (jnp.ones((), jnp.int32), jnp.ones((16,), jnp.float32))
 """,
+    "dot_transposed": """
+def f(x, y):
+    # lhs contracted on its major dimension: a column-major GEMM operand.
+    return x.T @ y
+args = (jnp.ones((40, 24), jnp.float32), jnp.ones((40, 36), jnp.float32))
+""",
+    "dot_batched": """
+def f(x, y):
+    return jnp.einsum("bij,bjk->bik", x, y)
+args = (jnp.ones((3, 20, 28), jnp.float32), jnp.ones((3, 28, 12), jnp.float32))
+""",
+    "dot_batch_minor": """
+def f(x, y):
+    # batch dimension in the middle of both operands.
+    return jnp.einsum("ibj,jbk->bik", x, y)
+args = (jnp.ones((10, 4, 16), jnp.float32), jnp.ones((16, 4, 6), jnp.float32))
+""",
+    "dot_bias_relu": """
+def f(x, w, b):
+    return jax.nn.relu(x @ w + b)
+args = (jnp.ones((32, 48), jnp.float32), jnp.ones((48, 24), jnp.float32),
+        jnp.ones((24,), jnp.float32))
+""",
+    "dot_bias_gelu_tanh": """
+def f(x, w, b):
+    return jax.nn.gelu(x @ w + b, approximate=True)
+args = (jnp.ones((16, 32), jnp.float32), jnp.ones((32, 40), jnp.float32),
+        jnp.ones((40,), jnp.float32))
+""",
+    "dot_gelu_erf": """
+def f(x, w):
+    return jax.nn.gelu(x @ w, approximate=False)
+args = (jnp.ones((16, 32), jnp.float32), jnp.ones((32, 40), jnp.float32))
+""",
+    "dot_scale_accumulate": """
+def f(x, w, c):
+    return 0.5 * (x @ w) + c
+args = (jnp.ones((24, 16), jnp.float32), jnp.ones((16, 20), jnp.float32),
+        jnp.ones((24, 20), jnp.float32))
+""",
+    "dot_f64": """
+jax.config.update("jax_enable_x64", True)
+def f(x, y):
+    return x @ y
+args = (jnp.ones((12, 20), jnp.float64), jnp.ones((20, 8), jnp.float64))
+""",
+    "dot_f16": """
+def f(x, y):
+    return x @ y
+args = (jnp.ones((24, 32), jnp.float16), jnp.ones((32, 16), jnp.float16))
+""",
+    "dot_matvec": """
+def f(x, v):
+    return x @ v
+args = (jnp.ones((48, 64), jnp.float32), jnp.ones((64,), jnp.float32))
+""",
+    "conv2d_nhwc_bias_relu": """
+def f(x, w, b):
+    y = jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return jax.nn.relu(y + b)
+args = (jnp.ones((2, 10, 10, 8), jnp.float32), jnp.ones((3, 3, 8, 16), jnp.float32),
+        jnp.ones((16,), jnp.float32))
+""",
+    "conv2d_nchw_strided": """
+def f(x, w):
+    return jax.lax.conv_general_dilated(x, w, (2, 2), ((1, 0), (2, 1)),
+                                        rhs_dilation=(1, 2))
+args = (jnp.ones((2, 3, 13, 11), jnp.float32), jnp.ones((5, 3, 3, 3), jnp.float32))
+""",
+    "conv_depthwise": """
+def f(x, w):
+    return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                        feature_group_count=6)
+args = (jnp.ones((1, 9, 9, 6), jnp.float32), jnp.ones((3, 3, 1, 6), jnp.float32))
+""",
+    "conv1d_dilated": """
+def f(x, w):
+    return jax.lax.conv_general_dilated(x, w, (1,), "VALID", rhs_dilation=(3,))
+args = (jnp.ones((2, 4, 30), jnp.float32), jnp.ones((6, 4, 5), jnp.float32))
+""",
+    "conv3d": """
+def f(x, w):
+    return jax.lax.conv_general_dilated(x, w, (1, 2, 1), "SAME")
+args = (jnp.ones((1, 2, 6, 7, 5), jnp.float32), jnp.ones((3, 2, 3, 3, 2), jnp.float32))
+""",
+    "conv_grad": """
+def f(x, w, g):
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (2, 2), "SAME",
+                                            dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    _, vjp = jax.vjp(conv, x, w)
+    return vjp(g)
+args = (jnp.ones((2, 12, 12, 4), jnp.float32), jnp.ones((3, 3, 4, 8), jnp.float32),
+        jnp.ones((2, 6, 6, 8), jnp.float32))
+""",
+    "conv_bf16": """
+def f(x, w):
+    return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+args = (jnp.ones((2, 8, 8, 8), jnp.bfloat16), jnp.ones((3, 3, 8, 8), jnp.bfloat16))
+""",
+    "mlp_train_step": """
+def f(params, x, y):
+    def loss(p):
+        h = jax.nn.relu(x @ p[0] + p[1])
+        o = h @ p[2] + p[3]
+        return jnp.mean((o - y) ** 2)
+    g = jax.grad(loss)(params)
+    return [p - 0.01 * gp for p, gp in zip(params, g)]
+args = ([jnp.ones((32, 64), jnp.float32), jnp.ones((64,), jnp.float32),
+         jnp.ones((64, 10), jnp.float32), jnp.ones((10,), jnp.float32)],
+        jnp.ones((16, 32), jnp.float32), jnp.ones((16, 10), jnp.float32))
+""",
 }
 
 RUNNER = """
