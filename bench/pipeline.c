@@ -137,7 +137,7 @@ static bool time_pipeline(const char *path, bool four, int runs, bool table,
     }
     /* Sizes are compared with every call site's computations counted:
      * flatten first (the pipeline's own flatten then finds nothing). */
-    PassContext ctx = {&d};
+    PassContext ctx = {.diag = &d};
     pass_flatten_call_graph(m, &ctx);
     IrEdit *e = ir_begin(m);
     ir_end(e, ir_remove_unused_comps(e));

@@ -12,6 +12,8 @@
  *                                        state copies)
  *   conditional                       -> a conditional thunk; each branch ends
  *                                        with root -> result copies
+ *   custom-call to a library (GEMM or  -> a gemm or conv thunk with its
+ *   convolution, backend_config.h)        descriptor (libcall_lower.c)
  *   constant                          -> no thunk; its bytes (in the shape's
  *                                        physical order) go into its allocation
  *   parameter, tuple, get-tuple-element, bitcast, after-all, ...
@@ -26,6 +28,7 @@
 #include "thunk_emitter.h"
 
 #include "../lib/eval/eval.h"
+#include "../lib/hlo/backend_config.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -467,6 +470,43 @@ static bool is_unsupported(HloOp op) {
   }
 }
 
+/* A library custom-call (backend_config.h): a GEMM or convolution thunk
+ * with its descriptor (libcall_lower.c) and the slices of its operands and
+ * result leaves. */
+static bool emit_libcall(Emitter *e, ThunkVec *v, const HloInstr *i,
+                         LibCallTarget target) {
+  Arena *ar = e->a->arena;
+  LibSources src;
+  GemmDesc *g = NULL;
+  ConvDesc *c = NULL;
+  if (libcall_is_gemm(target)) {
+    g = ARENA_NEW(ar, GemmDesc);
+    if (!libcall_gemm_desc(ar, i, g, &src, e->d))
+      return false;
+  } else {
+    c = ARENA_NEW(ar, ConvDesc);
+    if (!libcall_conv_desc(i, c, &src, e->d))
+      return false;
+  }
+  BufSlice lib[LIB_MAX_SLICES];
+  for (int k = 0; k < LIB_MAX_SLICES; k++) {
+    lib[k] = (BufSlice){-1, 0, 0};
+    if (src.operand[k] >= 0 &&
+        !slice_of(e, i->ops[src.operand[k]], 0, &lib[k]))
+      return false;
+    if (src.result_leaf[k] >= 0 &&
+        !slice_of(e, i, shape_is_tuple(i->shape) ? src.result_leaf[k] : 0,
+                  &lib[k]))
+      return false;
+  }
+  Thunk *t = new_thunk(v, g ? THUNK_GEMM : THUNK_CONV, e, i);
+  t->target = arena_strdup(ar, libcall_target_name(target));
+  t->gemm = g;
+  t->conv = c;
+  memcpy(t->lib, lib, sizeof lib);
+  return true;
+}
+
 static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   if (is_forwarding(i->op))
     return true;
@@ -478,6 +518,9 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   case HLO_CONDITIONAL: return emit_conditional(e, v, i);
   default: break;
   }
+  LibCallTarget target = libcall_target(i);
+  if (target != LIBCALL_NONE)
+    return emit_libcall(e, v, i, target);
   if (is_unsupported(i->op)) {
     if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target)
       return diag_error(e->d, i->loc,

@@ -21,13 +21,17 @@
  *    their own allocations (in that order); every other value is a slice of
  *    one preallocated temp allocation (the last one), placed first-fit in
  *    order of decreasing size, 64-byte aligned, never overlapping a value
- *    whose live range overlaps its own.  Live ranges are closed intervals,
+ *    whose live range overlaps its own.  The workspace of a library call
+ *    (cuBLAS, cuDNN scratch: the second leaf of its result) gets an
+ *    allocation of its own instead, as in XLA.  Live ranges are closed intervals,
  *    so an instruction's result never shares bytes with an operand that dies
  *    at that instruction.
  *
  * Value ids (in ba_print) are their creation order along the schedule.
  */
 #include "buffer_assignment.h"
+
+#include "../lib/hlo/backend_config.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -365,17 +369,30 @@ static int cmp_event(const void *pa, const void *pb) {
   return (b->delta < 0) - (a->delta < 0);
 }
 
+/* The workspace of a library call (the second leaf of its result): a
+ * buffer of its own, as XLA gives cuBLAS and cuDNN scratch. */
+static bool is_workspace(const Value *v) {
+  return v->kind == VK_TEMP && !v->output && v->leaf >= 1 && v->size > 0 &&
+         libcall_target(v->def) != LIBCALL_NONE;
+}
+
 static void place_temps(BufferAssignment *ba) {
   Value *vals = ba->vals.data;
   int n = 0;
-  for (int k = 0; k < ba->vals.len; k++)
+  for (int k = 0; k < ba->vals.len; k++) {
+    if (is_workspace(&vals[k])) {
+      vals[k].alloc = new_alloc(ba, vals[k].size, 0);
+      vals[k].offset = 0;
+      continue;
+    }
     n += vals[k].kind == VK_TEMP && !vals[k].output;
+  }
   if (n == 0)
     return;
   TempOrder *order = xcalloc((size_t)n, sizeof *order);
   int at = 0;
   for (int k = 0; k < ba->vals.len; k++)
-    if (vals[k].kind == VK_TEMP && !vals[k].output)
+    if (vals[k].kind == VK_TEMP && !vals[k].output && !is_workspace(&vals[k]))
       order[at++] = (TempOrder){vals, k};
   qsort(order, (size_t)n, sizeof *order, cmp_temp);
   int alloc = new_alloc(ba, 0, ALLOC_TEMP);

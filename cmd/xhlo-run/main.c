@@ -62,6 +62,8 @@ static const char usage_text[] =
   "  --atol=A, --rtol=R     an element fails when |a-e| > A + R*|e| (NaN equals\n"
   "                         NaN; integers compare exactly); default 1e-5 each\n"
   "                         for --expected-output, 1e-3 each for --compare\n"
+  "                         (widened to 4 ulp for f16, bf16 and f8 outputs\n"
+  "                         unless --atol or --rtol is given)\n"
   "  --compare              (.thunks) also run the original HLO on the\n"
   "                         interpreter with the same inputs and compare every\n"
   "                         result leaf: prints each one's largest absolute and\n"
@@ -201,6 +203,7 @@ int main(int argc, char **argv) {
   }
   if (atol_given) ro.cmp_atol = ro.atol;
   if (rtol_given) ro.cmp_rtol = ro.rtol;
+  ro.cmp_tol_given = atol_given || rtol_given;
   if (optind != argc - 1) usage_error("%s", optind >= argc ? "no module given" : "give exactly one module");
   const char *path = argv[optind];
   if (platform) {

@@ -25,6 +25,7 @@ typedef struct RunOpts {
   bool describe, compare, profile;
   int iterations;                 /* 0: not given (one run, no timing) */
   double cmp_atol, cmp_rtol;      /* --compare's tolerances */
+  bool cmp_tol_given;             /* --atol or --rtol: no per-type widening */
 } RunOpts;
 
 /*

@@ -220,7 +220,7 @@ static void put_slice(StrBuf *b, const char *name, BufSlice s) {
 }
 
 static void put_matrix(StrBuf *b, const char *name, const GemmMatrix *x) {
-  sb_printf(b, ", %s = %s[%lld,%lld]%s (ld %lld, batch stride %lld)", name,
+  sb_printf(b, ", %s = %s[%lld,%lld] %s (ld %lld, batch stride %lld)", name,
             et_name(x->et), (long long)x->rows, (long long)x->cols,
             x->col_stride == 1 ? "row-major" : "col-major",
             (long long)(x->col_stride == 1 ? x->row_stride : x->col_stride),

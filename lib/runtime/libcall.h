@@ -115,6 +115,33 @@ const char *lib_activation_name(LibActivation a);   /* "none", "relu", ... */
 const char *conv_kind_name(ConvKind k);   /* "forward", "backward_input", ... */
 
 /*
+ * libcall_lower.c: descriptors from library custom-calls (backend_config.h)
+ * whose shapes carry their final layouts.
+ */
+/* Which operand (operand[k]) or leaf of the call's result (result_leaf[k])
+ * feeds slice k of the thunk (GEMM_* / CONV_* order); -1 for neither. */
+typedef struct LibSources {
+  int operand[LIB_MAX_SLICES];
+  int result_leaf[LIB_MAX_SLICES];
+} LibSources;
+
+/* The [batch, rows, cols] views of a dot's operands and result in their
+ * layouts (see libcall_lower.c for the rules), sizes, alpha 1 and nothing
+ * else.  False, with *why a static sentence, when some view is not a row-
+ * or column-major batch of matrices in memory. */
+bool libcall_gemm_shapes(const Shape *a, const Shape *b, const Shape *out,
+                         const DotDnums *dn, GemmDesc *g, const char **why);
+/* The descriptor of a GEMM call (__cublas$gemm, __cublas$lt$matmul,
+ * __onednn$matmul) and where its slices come from; an error at the call for
+ * anything the libraries cannot run.  Lists parsed from the config go into
+ * arena ar. */
+bool libcall_gemm_desc(Arena *ar, const HloInstr *call, GemmDesc *g,
+                       LibSources *src, Diag *d);
+/* Likewise for a convolution call (__cudnn$conv*, __onednn$convolution). */
+bool libcall_conv_desc(const HloInstr *call, ConvDesc *c, LibSources *src,
+                       Diag *d);
+
+/*
  * libcall_ref.c: plain loops over host memory, for tests and as the
  * reference the libraries are checked against.  ptrs[] as the slices above
  * (NULL for absent ones).  Inputs are read in their element types, the sums

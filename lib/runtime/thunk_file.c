@@ -30,7 +30,8 @@
  *     seq N ... per branch, one deeper
  *   gemm annotation=STR target=STR batch=B m=M n=N k=K alpha=X,X beta=X
  *        act=NAME bias=ET|- tf32=0|1 workspace=W
- *     matrix et=ET rows=R cols=C strides=BS,RS,CS   (A, B, C, D; one deeper)
+ *     matrix et=ET|- rows=R cols=C strides=BS,RS,CS (A, B, C, D; one deeper;
+ *       '-': a C that beta 0 leaves unread)
  *     lib SLICE|-                    (GEMM_NSLICES lines, one deeper)
  *   conv annotation=STR target=STR kind=NAME spatial=S groups=G alpha=X
  *        side-scale=X act=NAME bias=ET|- tf32=0|1 workspace=W
@@ -152,7 +153,7 @@ static void put_gemm(StrBuf *b, const Thunk *t, int depth) {
   for (int k = 0; k < 4; k++) {
     put_indent(b, depth + 1);
     sb_printf(b, "matrix et=%s rows=%lld cols=%lld strides=%lld,%lld,%lld\n",
-              et_name(mats[k]->et), (long long)mats[k]->rows,
+              mats[k]->et == ET_INVALID ? "-" : et_name(mats[k]->et), (long long)mats[k]->rows,
               (long long)mats[k]->cols, (long long)mats[k]->batch_stride,
               (long long)mats[k]->row_stride, (long long)mats[k]->col_stride);
   }
@@ -648,7 +649,7 @@ static bool read_gemm(Rd *r, Thunk *t, int depth) {
     GemmMatrix *x = mats[k];
     int64_t st[3];
     if (!(indent(r, depth + 1) && lit(r, "matrix et=") &&
-          elem_type(r, false, &x->et) && lit(r, " rows=") &&
+          elem_type(r, true, &x->et) && lit(r, " rows=") &&
           num(r, 0, INT64_MAX, &x->rows) && lit(r, " cols=") &&
           num(r, 0, INT64_MAX, &x->cols) && lit(r, " strides=") &&
           i64s(r, 3, 0, st) && lit(r, "\n")))

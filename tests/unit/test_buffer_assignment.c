@@ -448,7 +448,7 @@ Test(ba, corpus_invariant) {
 
 static bool run_copy_insertion(HloModule *m) {
   Diag d = {0};
-  PassContext ctx = {&d};
+  PassContext ctx = {.diag = &d};
   const Pass *p = pass_find("copy-insertion");
   cr_assert_not_null(p);
   bool changed = false;
@@ -520,4 +520,36 @@ Test(copy_insertion, nothing_to_do) {
   HloModule *m = parse(loop);
   cr_assert_not(run_copy_insertion(m));
   hlo_module_free(m);
+}
+
+/* A library call's workspace (the second leaf of its result) gets an
+ * allocation of its own; the result leaf stays in the temp allocation. */
+Test(ba, library_workspace_has_its_own_allocation) {
+  HloModule *m = parse(
+      "HloModule t, is_scheduled=true\n"
+      "ENTRY e {\n"
+      "  a = f32[8,8]{1,0} parameter(0)\n"
+      "  b = f32[8,8]{1,0} parameter(1)\n"
+      "  c = (f32[8,8]{1,0}, s8[4096]{0}) custom-call(a, b), "
+      "custom_call_target=\"__cublas$lt$matmul\"\n"
+      "  g = f32[8,8]{1,0} get-tuple-element(c), index=0\n"
+      "  ROOT n = f32[8,8]{1,0} negate(g)\n"
+      "}\n");
+  Diag d = {0};
+  BufferAssignment *ba = buffer_assign(m, &d);
+  cr_assert_not_null(ba, "%s", d.msg ? d.msg : "");
+  const HloInstr *c = m->entry->instrs[2];
+  BufSlice ws, res;
+  cr_assert(ba_slice(ba, c, 1, &ws) && ba_slice(ba, c, 0, &res));
+  cr_assert_eq(ws.offset, 0);
+  cr_assert_eq(ws.size, 4096);
+  cr_assert_neq(ws.alloc, res.alloc);
+  StrBuf b;
+  sb_init(&b);
+  ba_print(&b, ba);
+  char want[64];
+  snprintf(want, sizeof want, "allocation %d: size 4096:\n", (int)ws.alloc);
+  cr_assert(strstr(b.s, want), "%s", b.s);
+  sb_free(&b);
+  buffer_assignment_free(ba);
 }
