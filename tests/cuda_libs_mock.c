@@ -1205,6 +1205,33 @@ static void test_search(void) {
         "dev_ptr_alignment");
 }
 
+/* Through the hooks: a library file that is not the library. */
+static void test_hook_load_errors(void) {
+  free(plant("badlibs", "libcublasLt.so.13"));
+  free(plant("badlibs", "libcudnn.so.9"));
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s/badlibs", tmpdir);
+  Diag d = {0};
+  PlatformOptions o = {.lib_path = dir};
+  Platform *p = platform_cuda_new(&o, &d);
+  if (!check(p != NULL, "second platform: %s", d.msg ? d.msg : "")) return;
+  /* the addresses are never used: loading fails first */
+  DevPtr gs[GEMM_NSLICES] = {0x1000, 0x2000, 0, 0, 0x3000, 0};
+  GemmDesc g = gemm_desc(ET_F32, 1, 2, 2, 2);
+  check(!p->gemm(p, &g, gs, &d), "gemm with a bad cuBLASLt: fails");
+  char want[1200];
+  snprintf(want, sizeof want, "%s/libcublasLt.so.13 has no entry point cublasLtCreate", dir);
+  expect_has("gemm with a bad cuBLASLt", d.msg, want);
+  diag_clear(&d);
+  ConvDesc c = conv2d(ET_F32, 1, 2, 4, 4, 2, 3, 3, NCHW);
+  DevPtr cs[CONV_NSLICES] = {0x1000, 0x2000, 0x3000, 0, 0, 0};
+  check(!p->conv(p, &c, cs, &d), "conv with a bad cuDNN: fails");
+  snprintf(want, sizeof want, "%s/libcudnn.so.9 has no entry point cudnnGetVersion", dir);
+  expect_has("conv with a bad cuDNN", d.msg, want);
+  diag_clear(&d);
+  platform_free(p);
+}
+
 int main(int argc, char **argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: cuda_libs_mock MOCKDIR TMPDIR\n");
@@ -1249,6 +1276,7 @@ int main(int argc, char **argv) {
         "all device memory freed, the own workspace too (%d live)",
         mock_count("libcuda.so.1", "mock_live_allocs"));
   test_search();
+  test_hook_load_errors();
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
