@@ -57,6 +57,18 @@ CUDA_HOME ?= /usr/local/cuda
 ifneq ($(wildcard $(CUDA_HOME)/include/cuda.h),)
 $(BUILD)/obj/lib/runtime/platform_cuda.o: EXTRA_CFLAGS = -I$(CUDA_HOME)/include -DXHLO_HAVE_CUDA_H
 endif
+# cuBLASLt and cuDNN likewise (cublaslt_min.h, cudnn_min.h stand in for their
+# headers, and are checked against them where they are): the headers only,
+# the libraries are opened with dlopen when the first GEMM or convolution
+# runs.  cuDNN may be installed apart from the toolkit.
+ifneq ($(wildcard $(CUDA_HOME)/include/cublasLt.h),)
+$(BUILD)/obj/lib/runtime/cublaslt.o: EXTRA_CFLAGS = -isystem $(CUDA_HOME)/include -DXHLO_HAVE_CUBLASLT_H
+endif
+CUDNN_H := $(firstword $(wildcard $(CUDA_HOME)/include/cudnn.h /usr/include/cudnn.h \
+                                  /usr/include/x86_64-linux-gnu/cudnn.h))
+ifneq ($(and $(CUDNN_H),$(wildcard $(CUDA_HOME)/include/cuda_runtime_api.h)),)
+$(BUILD)/obj/lib/runtime/cudnn.o: EXTRA_CFLAGS = -isystem $(dir $(CUDNN_H)) -isystem $(CUDA_HOME)/include -DXHLO_HAVE_CUDNN_H
+endif
 
 # Tests.  Each tests/unit/test_X.c is its own Criterion binary build/tests/
 # test_X; each tests/X.c is a test program build/tests/X; each bench/X.c is

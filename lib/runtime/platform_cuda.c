@@ -12,6 +12,9 @@
  *
  * Entry points are looked up by their versioned ABI names (cuMemAlloc_v2,
  * ...), the names cuda.h's macros map the plain names to.
+ *
+ * Library calls go to cuBLASLt (cublaslt.c) and cuDNN (cudnn.c), opened the
+ * first time a GEMM or convolution runs, on the same stream.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -24,7 +27,7 @@
 #include "cuda_min.h"
 #endif
 
-#include "platform.h"
+#include "cuda_libs.h"
 
 typedef struct CudaApi {
   CUresult (*Init)(unsigned int);
@@ -103,6 +106,9 @@ typedef struct CudaState {
   char *ptx_name;
   int nmarks;
   CUevent *marks;
+  char *lib_path;                 /* PlatformOptions.lib_path, or NULL */
+  CublasLt *lt;                   /* opened by the first GEMM */
+  Cudnn *dnn;                     /* opened by the first convolution */
 } CudaState;
 
 static bool cu_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -263,8 +269,21 @@ static bool cu_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
   return true;
 }
 
+static bool cu_gemm(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES], Diag *d) {
+  CudaState *c = p->impl;
+  return cublaslt_gemm(&c->lt, c->lib_path, g, s, d);
+}
+
+static bool cu_conv(Platform *p, const ConvDesc *cd, const DevPtr s[CONV_NSLICES], Diag *d) {
+  CudaState *c = p->impl;
+  return cudnn_conv(&c->dnn, p, c->lib_path, cd, s, d);
+}
+
 static void cu_destroy(Platform *p) {
   CudaState *c = p->impl;
+  cublaslt_free(c->lt);
+  cudnn_free(c->dnn, p);
+  free(c->lib_path);
   for (int k = 0; k < c->nmarks; k++) c->api.EventDestroy(c->marks[k]);
   free(c->marks);
   if (c->mod) c->api.ModuleUnload(c->mod);
@@ -322,9 +341,13 @@ Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
   p->reserve_marks = cu_reserve_marks;
   p->mark = cu_mark;
   p->elapsed_ms = cu_elapsed;
+  p->gemm = cu_gemm;
+  p->conv = cu_conv;
   p->destroy = cu_destroy;
+  if (o && o->lib_path) c->lib_path = xstrdup(o->lib_path);
   if (!cuda_open(c, d)) {
     if (c->have_ctx) c->api.DevicePrimaryCtxRelease(c->dev);
+    free(c->lib_path);
     free(c);
     free(p);
     return NULL;

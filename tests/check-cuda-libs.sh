@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# check-cuda-libs.sh - the CUDA platform's library calls without a GPU:
+# builds mock libcuda.so.1, libcublasLt.so.13 and libcudnn.so.9 from
+# tests/mocks/*.c (they log every call and compute on host memory), runs
+# build/tests/cuda_libs_mock against them (GEMMs through cuBLASLt,
+# convolutions through cuDNN's backend API: results, call sequences and
+# arguments, caching, workspaces, errors; then the library search order and
+# its messages), and checks that cublaslt.c and cudnn.c also compile with
+# the minimal headers alone (no toolkit headers).
+#
+# Run from the repository root; test programs in ${XHLOC_TESTBIN:-build/tests}.
+set -u
+testbin=${XHLOC_TESTBIN:-build/tests}
+drv=$testbin/cuda_libs_mock
+cc=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+if [ ! -x "$drv" ]; then
+  echo "check-cuda-libs: FAIL: $drv is missing (run make)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+mk=$tmp/mock
+mkdir -p "$mk" "$tmp/search"
+flags="-std=gnu11 -O1 -shared -fPIC -Wall -Wextra -Wno-unused-parameter -Wno-unused-function"
+for m in cuda:libcuda.so.1 cublaslt:libcublasLt.so.13 cudnn:libcudnn.so.9; do
+  if $cc $flags -o "$mk/${m#*:}" "tests/mocks/${m%%:*}.c" -lm; then ok; else bad "cannot build the mock ${m#*:}"; fi
+done
+echo 'int tiny_symbol(void) { return 1; }' >"$tmp/tiny.c"
+if $cc -shared -fPIC -o "$mk/tiny.so" "$tmp/tiny.c"; then ok; else bad "cannot build tiny.so"; fi
+
+# the minimal headers stand in for cublasLt.h and cudnn.h
+for f in lib/runtime/cublaslt.c lib/runtime/cudnn.c; do
+  if $cc -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+       -Wno-unused-parameter -Werror -fsyntax-only "$f"; then
+    ok
+  else
+    bad "$f does not compile with the minimal headers"
+  fi
+done
+
+out=$(LD_LIBRARY_PATH="$mk${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$drv" "$mk" "$tmp/search" 2>&1)
+rc=$?
+printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
+line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+  passed=$((passed + BASH_REMATCH[1]))
+  failed=$((failed + BASH_REMATCH[2]))
+  if [ "$rc" -ne 0 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then bad "the driver exited with $rc"; fi
+else
+  bad "the driver gave no summary (exit $rc)"
+fi
+
+echo "check-cuda-libs: $passed passed, $failed failed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
