@@ -198,17 +198,6 @@ static bool lt_compute_type(const GemmDesc *g, bool use_c, cublasComputeType_t *
   return true;
 }
 
-/* libcall.h's activation names, for messages. */
-static const char *act_name(LibActivation a) {
-  switch (a) {
-  case LIB_ACT_NONE: return "none";
-  case LIB_ACT_RELU: return "relu";
-  case LIB_ACT_GELU_TANH: return "gelu_tanh";
-  case LIB_ACT_GELU_ERF: return "gelu_erf";
-  }
-  return "?";
-}
-
 static bool lt_epilogue(const GemmDesc *g, cublasLtEpilogue_t *e, Diag *d) {
   switch (g->act) {
   case LIB_ACT_NONE: *e = g->has_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT; break;
@@ -219,7 +208,7 @@ static bool lt_epilogue(const GemmDesc *g, cublasLtEpilogue_t *e, Diag *d) {
   default:
     return diag_error(d, (Loc){0}, "cuBLASLt GEMM: the %s epilogue is not supported (cuBLASLt "
                       "has bias, relu and tanh-approximated gelu epilogues only)",
-                      act_name(g->act));
+                      lib_activation_name(g->act));
   }
   return true;
 }
@@ -469,7 +458,7 @@ static bool plan_build(const CublasLt *lt, LtPlan *p, const DevPtr s[GEMM_NSLICE
     describe_layout(&b, "B'", &lb);
     describe_layout(&b, "D'", &ld);
     sb_printf(&b, ", epilogue %s%s, workspace %llu bytes (cuBLASLt version %zu)",
-              act_name(g->act), g->has_bias ? " with bias" : "",
+              lib_activation_name(g->act), g->has_bias ? " with bias" : "",
               (unsigned long long)ws, lt->api.GetVersion());
     diag_error(d, (Loc){0}, "%s", b.s);
     sb_free(&b);

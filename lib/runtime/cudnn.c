@@ -127,25 +127,6 @@ static bool dnn_check(const Cudnn *dnn, cudnnStatus_t st, const char *call, Diag
                         : "");
 }
 
-/* libcall.h's activation and kind names, for messages. */
-static const char *act_name(LibActivation a) {
-  switch (a) {
-  case LIB_ACT_NONE: return "none";
-  case LIB_ACT_RELU: return "relu";
-  case LIB_ACT_GELU_TANH: return "gelu_tanh";
-  case LIB_ACT_GELU_ERF: return "gelu_erf";
-  }
-  return "?";
-}
-static const char *kind_name(ConvKind k) {
-  switch (k) {
-  case CONV_FORWARD: return "forward";
-  case CONV_BACKWARD_INPUT: return "backward_input";
-  case CONV_BACKWARD_FILTER: return "backward_filter";
-  }
-  return "?";
-}
-
 static bool dnn_type(ElemType et, cudnnDataType_t *t) {
   switch (et) {
   case ET_F32: *t = CUDNN_DATA_FLOAT; return true;
@@ -197,8 +178,8 @@ static bool conv_validate(const ConvDesc *c, const DevPtr s[CONV_NSLICES], Diag 
   if (c->kind != CONV_FORWARD && (conv_has_epilogue(c) || c->alpha != 1))
     return diag_error(d, none, "cuDNN convolution: a %s convolution takes no epilogue "
                       "(alpha %g, side scale %g, bias %s, activation %s)",
-                      kind_name(c->kind), c->alpha, c->side_scale,
-                      c->has_bias ? "yes" : "no", act_name(c->act));
+                      conv_kind_name(c->kind), c->alpha, c->side_scale,
+                      c->has_bias ? "yes" : "no", lib_activation_name(c->act));
   if (c->has_bias && !dnn_type(c->bias_et, &t))
     return diag_error(d, none, "cuDNN convolution: a %s bias is not supported",
                       et_name(c->bias_et));
@@ -486,7 +467,7 @@ static bool engine_allowed(Build *b, const ConvDesc *c, cudnnBackendDescriptor_t
 }
 
 static void describe_conv(StrBuf *sb, const ConvDesc *c) {
-  sb_printf(sb, "%s, %s", kind_name(c->kind), et_name(c->x.et));
+  sb_printf(sb, "%s, %s", conv_kind_name(c->kind), et_name(c->x.et));
   const ConvTensor *ts[] = {&c->x, &c->w, &c->y};
   const char *names[] = {"x", "w", "y"};
   for (int t = 0; t < 3; t++) {
@@ -497,7 +478,7 @@ static void describe_conv(StrBuf *sb, const ConvDesc *c) {
   sb_printf(sb, ", %lld groups", (long long)c->groups);
   if (c->side_scale != 0) sb_puts(sb, ", side input");
   if (c->has_bias) sb_puts(sb, ", bias");
-  if (c->act != LIB_ACT_NONE) sb_printf(sb, ", %s", act_name(c->act));
+  if (c->act != LIB_ACT_NONE) sb_printf(sb, ", %s", lib_activation_name(c->act));
 }
 
 static bool plan_build(Cudnn *dnn, DnnPlan *p, Diag *d) {
