@@ -6,12 +6,14 @@
  * their operand through.  TopK sorts each row with its comparator (over
  * value and index, stable) and keeps the first k, as XLA's TopK decomposer
  * does.  XLA builder wrappers ("xla_builder.*") run their called
- * computation, which is their definition.  AllocateBuffer gives zeros and
+ * computation, which is their definition.  Library calls (cuBLAS, cuDNN,
+ * oneDNN GEMMs and convolutions) run as libcall.c says.  AllocateBuffer gives zeros and
  * GetRngSeed the evaluation's seed.  Any other target is refused, naming it.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "../hlo/backend_config.h"
 #include "evalp.h"
 
 static const char *const passthrough[] = {
@@ -109,6 +111,7 @@ EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a) {
       shape_compatible(i->shape, i->ops[0]->shape))
     return ev_ref(a[0]);
   if (strcmp(t, "TopK") == 0) return topk(ev, i, a);
+  if (libcall_target(i) != LIBCALL_NONE) return eval_libcall(ev, i, a);
   if (strncmp(t, "xla_builder.", 12) == 0 && i->ncalled == 1)
     return ev_call(ev, i->called[0], i->nops, a);
   if (strncmp(t, "xla_builder.math.", 17) == 0 && i->ncalled == 0 && i->nops == 1) {

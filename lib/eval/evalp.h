@@ -237,6 +237,8 @@ EvalValue *eval_map(Eval *ev, const HloInstr *i, EvalValue *const *a);
 /* dot.c */
 EvalValue *eval_dot(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_convolution(Eval *ev, const HloInstr *i, EvalValue *const *a);
+/* libcall.c: library custom-calls (GEMM and convolution targets). */
+EvalValue *eval_libcall(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_ragged_dot(Eval *ev, const HloInstr *i, EvalValue *const *a);
 /* Operand data converted to element type `to` (a new scratch buffer, or the
  * operand's own data when the types match: *owned tells which). */
