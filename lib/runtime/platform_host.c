@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "onednn.h"
 #include "platform.h"
 
 typedef void (*HostKernel)(void **args);
@@ -20,6 +21,8 @@ typedef struct HostState {
   double *marks;                  /* seconds */
   int nargbuf;
   void **argbuf;
+  PlatformOptions opts;           /* lib_path copied */
+  OneDnn *dnn;                    /* opened by the first library call */
 } HostState;
 
 static bool host_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -161,13 +164,44 @@ static void host_destroy(Platform *p) {
   free(h->lib_path);
   free(h->marks);
   free(h->argbuf);
+  onednn_close(h->dnn);
+  free((char *)h->opts.lib_path);
   free(h);
+}
+
+static bool host_dnn(HostState *h, Diag *d) {
+  if (!h->dnn)
+    h->dnn = onednn_open(&h->opts, d);
+  return h->dnn != NULL;
+}
+
+static bool host_gemm(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES],
+                      Diag *d) {
+  HostState *h = p->impl;
+  void *ptrs[GEMM_NSLICES];
+  for (int k = 0; k < GEMM_NSLICES; k++) ptrs[k] = ptr(s[k]);
+  return host_dnn(h, d) && onednn_gemm(h->dnn, g, ptrs, d);
+}
+
+static bool host_conv(Platform *p, const ConvDesc *c, const DevPtr s[CONV_NSLICES],
+                      Diag *d) {
+  HostState *h = p->impl;
+  void *ptrs[CONV_NSLICES];
+  for (int k = 0; k < CONV_NSLICES; k++) ptrs[k] = ptr(s[k]);
+  return host_dnn(h, d) && onednn_conv(h->dnn, c, ptrs, d);
 }
 
 Platform *platform_host_new(const PlatformOptions *o, Diag *d) {
   Platform *p = xcalloc(1, sizeof *p);
   p->name = "host";
-  p->impl = xcalloc(1, sizeof(HostState));
+  HostState *hs = xcalloc(1, sizeof(HostState));
+  p->impl = hs;
+  if (o) {
+    hs->opts = *o;
+    hs->opts.lib_path = o->lib_path ? xstrdup(o->lib_path) : NULL;
+  }
+  p->gemm = host_gemm;
+  p->conv = host_conv;
   p->alloc = host_alloc;
   p->free = host_free;
   p->copy_h2d = host_h2d;
