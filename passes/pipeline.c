@@ -87,6 +87,15 @@ static const PipelineStep layout_steps[] = {
 };
 PIPELINE(layout, "layout assignment", false, layout_steps);
 
+/* XLA's post-layout-assignment optimization: dots and convolutions become
+ * library calls (cuBLASLt and cuDNN on the GPU, oneDNN on the host) with
+ * their epilogues, before fusion sees them. */
+static const PipelineStep post_layout_steps[] = {
+    PASS("gemm-rewriter"),
+    PASS("dce"),
+};
+PIPELINE(post_layout, "post-layout-assignment", false, post_layout_steps);
+
 static const PipelineStep fusion_steps[] = {
     PASS("priority-fusion"),
     PASS("cse"),
@@ -105,6 +114,7 @@ static const Pipeline *const default_pipelines[] = {
     &pre_spmd,
     &optimization,
     &layout,
+    &post_layout,
     &fusion,
     &post_fusion,
 };

@@ -26,6 +26,7 @@ static const Pass registry[] = {
     {"flatten-call-graph", pass_flatten_call_graph},
     {"fusion-wrapper", pass_fusion_wrapper},
     {"gather-simplifier", pass_gather_simplifier},
+    {"gemm-rewriter", pass_gemm_rewriter},
     {"hlo-verifier", pass_hlo_verifier},
     {"layout-assignment", pass_layout_assignment},
     {"logistic-expander", pass_logistic_expander},
