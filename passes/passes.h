@@ -116,6 +116,7 @@ bool pass_comparison_expander(HloModule *m, PassContext *ctx);
 bool pass_computation_deduplicator(HloModule *m, PassContext *ctx);
 bool pass_conditional_canonicalizer(HloModule *m, PassContext *ctx);
 bool pass_conditional_simplifier(HloModule *m, PassContext *ctx);
+bool pass_conv_rewriter(HloModule *m, PassContext *ctx);
 bool pass_copy_insertion(HloModule *m, PassContext *ctx);
 bool pass_constant_folding(HloModule *m, PassContext *ctx);
 bool pass_convert_mover(HloModule *m, PassContext *ctx);

@@ -91,6 +91,7 @@ PIPELINE(layout, "layout assignment", false, layout_steps);
  * library calls (cuBLASLt and cuDNN on the GPU, oneDNN on the host) with
  * their epilogues, before fusion sees them. */
 static const PipelineStep post_layout_steps[] = {
+    PASS("conv-rewriter"),
     PASS("gemm-rewriter"),
     PASS("dce"),
 };

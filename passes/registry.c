@@ -18,6 +18,7 @@ static const Pass registry[] = {
     {"conditional-canonicalizer", pass_conditional_canonicalizer},
     {"conditional-simplifier", pass_conditional_simplifier},
     {"constant_folding", pass_constant_folding},
+    {"conv-rewriter", pass_conv_rewriter},
     {"convert-mover", pass_convert_mover},
     {"copy-insertion", pass_copy_insertion},
     {"cse", pass_cse},
