@@ -195,6 +195,21 @@ static HloInstr *bias_vector(const HloInstr *y, const HloInstr *conv) {
   return (HloInstr *)v;
 }
 
+/* r reverses exactly the kernel's spatial dimensions (keeping the layout). */
+static bool reverses_spatial(const HloInstr *r, const ConvDnums *dn) {
+  if (r->op != HLO_REVERSE || r->nops != 1 || r->dims.n != dn->nspatial ||
+      !shape_equal(r->shape, r->ops[0]->shape))
+    return false;
+  for (int s = 0; s < dn->nspatial; s++) {
+    bool found = false;
+    for (int k = 0; k < r->dims.n; k++)
+      found |= r->dims.v[k] == dn->kernel_spatial[s];
+    if (!found)
+      return false;
+  }
+  return true;
+}
+
 static bool rewrite(IrEdit *e, HloComp *c, HloInstr *conv, bool gpu, Diag *d) {
   Arena *ar = ir_arena(e);
   Kind k = kind_of(conv);
@@ -248,10 +263,15 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *conv, bool gpu, Diag *d) {
   } else if (k == K_BWD_INPUT) {
     int ns = conv->conv->dnums->nspatial;
     ops[0] = conv->ops[0];
-    rev = ir_new(e, c, HLO_REVERSE, conv->ops[1]->shape, 1, &conv->ops[1]);
-    rev->dims.n = ns;
-    rev->dims.v = copy_dims(ar, conv->conv->dnums->kernel_spatial, ns);
-    ops[1] = rev;
+    if (reverses_spatial(conv->ops[1], conv->conv->dnums)) {
+      /* JAX's input gradient reverses the filter: the call takes it as is. */
+      ops[1] = conv->ops[1]->ops[0];
+    } else {
+      rev = ir_new(e, c, HLO_REVERSE, conv->ops[1]->shape, 1, &conv->ops[1]);
+      rev->dims.n = ns;
+      rev->dims.v = copy_dims(ar, conv->conv->dnums->kernel_spatial, ns);
+      ops[1] = rev;
+    }
     cfg.kind = CONV_CALL_BACKWARD_INPUT;
   } else {
     ops[0] = conv->ops[0], ops[1] = conv->ops[1];
