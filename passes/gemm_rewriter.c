@@ -282,8 +282,20 @@ static HloInstr *canonical(IrEdit *e, HloComp *c, HloInstr *x,
   if (free_first)
     for (int k = 0; k < contr->n; k++)
       perm[n++] = contr->v[k];
-  HloInstr *t = ir_transpose(e, c, x, perm);
-  shape_set_default_layout(ir_arena(e), t->shape);
+  bool identity = true;
+  for (int k = 0; k < r; k++)
+    identity &= perm[k] == k;
+  HloInstr *t;
+  if (identity) {
+    /* Only the layout changes: a copy into the default layout. */
+    Shape *s = shape_clone(ir_arena(e), x->shape);
+    s->layout = NULL;
+    shape_set_default_layout(ir_arena(e), s);
+    t = ir_new(e, c, HLO_COPY, s, 1, &x);
+  } else {
+    t = ir_transpose(e, c, x, perm);
+    shape_set_default_layout(ir_arena(e), t->shape);
+  }
   return t;
 }
 
@@ -295,23 +307,32 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *dot, bool gpu) {
   const char *why;
   if (a->shape->rank > 64 || b->shape->rank > 64)
     return false;
-  if (!libcall_gemm_shapes(a->shape, b->shape, dot->shape, &dn, &g, &why)) {
-    /* Put the operands in the canonical order and try again. */
+  /* Put a failing operand (the lhs first, then the rhs) in the canonical
+   * order with the default layout, until the views fit. */
+  for (int side = 0; side < 2 &&
+                     !libcall_gemm_shapes(a->shape, b->shape, dot->shape, &dn, &g, &why);
+       side++) {
     int nb = dn.lhs_batch.n, nc = dn.lhs_contracting.n;
-    int nl = a->shape->rank - nb - nc;
-    HloInstr *ta = canonical(e, c, a, &dn.lhs_batch, &dn.lhs_contracting, true);
-    HloInstr *tb = canonical(e, c, b, &dn.rhs_batch, &dn.rhs_contracting, false);
-    DotDnums cd = {0};
-    cd.lhs_batch = list(ar, nb, 0);
-    cd.rhs_batch = list(ar, nb, 0);
-    cd.lhs_contracting = list(ar, nc, nb + nl);
-    cd.rhs_contracting = list(ar, nc, nb);
-    if (!libcall_gemm_shapes(ta->shape, tb->shape, dot->shape, &cd, &g, &why)) {
-      ir_remove_dead(e, ta);
-      ir_remove_dead(e, tb);
+    bool lhs = strstr(why, "the lhs") != NULL, rhs = strstr(why, "the rhs") != NULL;
+    if (!lhs && !rhs)
       return false;
+    if (lhs) {
+      int nl = a->shape->rank - nb - nc;
+      a = canonical(e, c, a, &dn.lhs_batch, &dn.lhs_contracting, true);
+      dn.lhs_batch = list(ar, nb, 0);
+      dn.lhs_contracting = list(ar, nc, nb + nl);
+    } else {
+      b = canonical(e, c, b, &dn.rhs_batch, &dn.rhs_contracting, false);
+      dn.rhs_batch = list(ar, nb, 0);
+      dn.rhs_contracting = list(ar, nc, nb);
     }
-    a = ta, b = tb, dn = cd;
+  }
+  if (!libcall_gemm_shapes(a->shape, b->shape, dot->shape, &dn, &g, &why)) {
+    if (a != dot->ops[0])
+      ir_remove_dead(e, a);
+    if (b != dot->ops[1])
+      ir_remove_dead(e, b);
+    return false;
   }
   Fused f;
   fuse_epilogue(e, dot, gpu, &f);
