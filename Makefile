@@ -82,6 +82,11 @@ BENCH_BINS := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 CRITERION_CFLAGS = $(shell pkg-config --cflags criterion 2>/dev/null)
 CRITERION_LIBS   = $(shell pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 $(BUILD)/obj/tests/unit/%.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS)
+# oneDNN's own header, when libdnnl-dev is there, checks lib/runtime/
+# dnnl_min.h in the unit test (the runtime itself needs only dnnl_min.h).
+# (Looked for when the test compiles: `deps` may have just installed it.)
+$(BUILD)/obj/tests/unit/test_onednn.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS) \
+  $(shell test -f /usr/include/oneapi/dnnl/dnnl.h && echo -DXHLO_HAVE_DNNL_H)
 
 # libFuzzer harnesses: tests/fuzz/fuzz_X.c -> build-fuzz/bin/fuzz_X, built
 # with clang and linked with the front end (lib/support, lib/hlo), which is
@@ -129,6 +134,7 @@ DEPS_OK = pkg-config --exists criterion 2>/dev/null && \
   command -v $(LLVM_CONFIG) >/dev/null 2>&1 && \
   command -v FileCheck-19 >/dev/null 2>&1 && \
   command -v python3 >/dev/null 2>&1 && \
+  test -f /usr/include/oneapi/dnnl/dnnl.h && \
   test -f "$$($(CLANG) -print-file-name=libclang_rt.fuzzer-x86_64.a)"
 
 deps:
@@ -136,7 +142,7 @@ deps:
 	  echo "make: a build or test dependency is missing; running scripts/setup.sh"; \
 	  scripts/setup.sh || exit 1; \
 	  if ! ( $(DEPS_OK) ); then \
-	    echo "make: still missing after scripts/setup.sh: need Criterion (pkg-config criterion), $(CLANG) with libFuzzer, $(LLVM_CONFIG), FileCheck-19, python3" >&2; \
+	    echo "make: still missing after scripts/setup.sh: need Criterion (pkg-config criterion), $(CLANG) with libFuzzer, $(LLVM_CONFIG), FileCheck-19, python3, oneDNN (libdnnl-dev)" >&2; \
 	    exit 1; \
 	  fi; \
 	fi

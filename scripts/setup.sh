@@ -17,9 +17,12 @@ set -eu
 #   llvm-19-tools             FileCheck-19 for the golden tests
 #   clang-19, libclang-rt-19-dev  libFuzzer and the sanitizer runtimes
 #   libcriterion-dev          the unit-test framework
+#   libdnnl-dev               oneDNN: the host's GEMM and convolution library
+#                             (xhlo-run opens libdnnl.so.2 with dlopen; the
+#                             header checks its ABI in the unit tests)
 #   python3                   small test helpers
 PACKAGES="build-essential make pkg-config llvm-19-dev llvm-19-tools clang-19
-libclang-rt-19-dev libcriterion-dev python3"
+libclang-rt-19-dev libcriterion-dev libdnnl-dev python3"
 
 check_only=0
 case "${1:-}" in

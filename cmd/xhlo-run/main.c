@@ -76,6 +76,14 @@ static const char usage_text[] =
   "  --profile              (.thunks) also time every thunk (nested ones too;\n"
   "                         CUDA events on a GPU) and print each one's min,\n"
   "                         median and max; thunks then run one at a time\n"
+  "  --threads=N            (.thunks on the host) threads for library calls\n"
+  "                         (oneDNN); default: XHLO_NUM_THREADS when set, else\n"
+  "                         one per core\n"
+  "  --lib-path=DIRS        (.thunks) ':'-separated directories searched first\n"
+  "                         for the vendor libraries: libdnnl.so.2 (oneDNN, the\n"
+  "                         host's GEMMs and convolutions), libcublasLt.so.* and\n"
+  "                         libcudnn.so.9 (the GPU's); then the loader's path,\n"
+  "                         $CUDA_HOME/lib64 and Python's nvidia-* wheels\n"
   "  --describe             (.thunks) print the artifact: target, kernel file,\n"
   "                         allocations, parameters, outputs and thunks; no run\n"
   "  --mem-budget=BYTES     refuse inputs and runs that need more memory than\n"
@@ -94,7 +102,7 @@ static const char usage_text[] =
 enum {
   OPT_PLATFORM = 256, OPT_INPUT, OPT_RANDOM, OPT_SEED, OPT_OUTPUT, OPT_EXPECTED,
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
-  OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE,
+  OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
 };
 
 static const struct option long_opts[] = {
@@ -114,6 +122,8 @@ static const struct option long_opts[] = {
   {"iterations", required_argument, 0, OPT_ITERATIONS},
   {"profile", no_argument, 0, OPT_PROFILE},
   {"describe", no_argument, 0, OPT_DESCRIBE},
+  {"threads", required_argument, 0, OPT_THREADS},
+  {"lib-path", required_argument, 0, OPT_LIB_PATH},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
   {0, 0, 0, 0},
@@ -193,6 +203,18 @@ int main(int argc, char **argv) {
       break;
     }
     case OPT_PROFILE: ro.profile = true; break;
+    case OPT_THREADS: {
+      char *e;
+      long v = strtol(optarg, &e, 10);
+      if (e == optarg || *e || v < 1 || v > 4096)
+        usage_error("bad value for --threads: %s (1 to 4096)", optarg);
+      ro.threads = (int)v;
+      break;
+    }
+    case OPT_LIB_PATH:
+      if (!*optarg) usage_error("%s needs a directory", "--lib-path");
+      ro.lib_path = optarg;
+      break;
     case OPT_DESCRIBE: ro.describe = true; break;
     case OPT_HELP: fputs(usage_text, stdout); return 0;
     case OPT_VERSION: printf("xhlo-run %s\n", XHLOC_VERSION); return 0;

@@ -331,6 +331,7 @@ int run_thunks(const RunOpts *o, const char *path) {
   if (!leaf_vals) goto out;
 
   /* the platform, the kernel file and the buffers */
+  PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path};
   if (strcmp(pname, "host") == 0) {
     int64_t total = 0, budget = host_budget(o);
     for (int k = 0; k < a->nallocs; k++)
@@ -340,9 +341,9 @@ int run_thunks(const RunOpts *o, const char *path) {
               "of %lld bytes (--mem-budget)\n", path, (long long)total, (long long)budget);
       goto out;
     }
-    plat = platform_host_new(NULL, &d);
+    plat = platform_host_new(&popts, &d);
   } else {
-    plat = platform_cuda_new(NULL, &d);
+    plat = platform_cuda_new(&popts, &d);
   }
   if (!plat) {
     fprintf(stderr, "xhlo-run: --platform=%s: %s\n", pname, d.msg ? d.msg : "unavailable");

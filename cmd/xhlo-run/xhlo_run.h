@@ -26,6 +26,8 @@ typedef struct RunOpts {
   int iterations;                 /* 0: not given (one run, no timing) */
   double cmp_atol, cmp_rtol;      /* --compare's tolerances */
   bool cmp_tol_given;             /* --atol or --rtol: no per-type widening */
+  int threads;                    /* --threads; 0: XHLO_NUM_THREADS or all cores */
+  const char *lib_path;           /* --lib-path: vendor library directories */
 } RunOpts;
 
 /*

@@ -27,12 +27,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef XHLO_HAVE_DNNL_H
-#include <oneapi/dnnl/dnnl.h>
-#endif
 #include "dnnl_min.h"
 
-#define LIBNAME "libdnnl.so.2"
+/* The library's file name; XHLO_ONEDNN_LIBRARY names another (tests use it
+ * to see the message for a missing one). */
+static const char *libname(void) {
+  const char *e = getenv("XHLO_ONEDNN_LIBRARY");
+  return e && *e ? e : "libdnnl.so.2";
+}
 
 typedef struct DnnlFns {
 #define X(name, ret, params) ret(*name) params;
@@ -103,11 +105,11 @@ static void *open_lib(const char *lib_path, StrBuf *tried) {
     while (*p) {
       size_t n = strcspn(p, ":");
       if (n > 0) {
-        char *path = xmalloc(n + sizeof LIBNAME + 2);
+        char *path = xmalloc(n + strlen(libname()) + 2);
         memcpy(path, p, n);
         path[n] = '/';
-        strcpy(path + n + 1, LIBNAME);
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        strcpy(path + n + 1, libname());
+        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
         sb_printf(tried, "%s%s", tried->len ? ", " : "", path);
         free(path);
         if (h)
@@ -117,7 +119,7 @@ static void *open_lib(const char *lib_path, StrBuf *tried) {
     }
   }
   sb_printf(tried, "%sthe loader's search path", tried->len ? ", " : "");
-  return dlopen(LIBNAME, RTLD_NOW | RTLD_LOCAL);
+  return dlopen(libname(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 }
 
 static int thread_count(const PlatformOptions *o) {
@@ -144,7 +146,7 @@ OneDnn *onednn_open(const PlatformOptions *o, Diag *d) {
                "thunks; searched %s): %s; install Debian's libdnnl2 "
                "(scripts/setup.sh does), or name its directory with "
                "--lib-path",
-               LIBNAME, tried.s, why ? why : "not found");
+               libname(), tried.s, why ? why : "not found");
     sb_free(&tried);
     return NULL;
   }
@@ -153,7 +155,7 @@ OneDnn *onednn_open(const PlatformOptions *o, Diag *d) {
   x->lib = lib;
 #define X(name, ret, params)                                                   \
   if (!(*(void **)&x->f.name = dlsym(lib, #name))) {                          \
-    diag_error(d, (Loc){0}, "%s has no %s (oneDNN 2.x expected)", LIBNAME,    \
+    diag_error(d, (Loc){0}, "%s has no %s (oneDNN 2.x expected)", libname(),  \
                #name);                                                         \
     onednn_close(x);                                                           \
     return NULL;                                                               \
@@ -199,6 +201,8 @@ void onednn_close(OneDnn *x) {
     x->f.dnnl_stream_destroy(x->strm);
   if (x->eng)
     x->f.dnnl_engine_destroy(x->eng);
+  /* The library stays loaded (RTLD_NODELETE): unloading it would unload
+   * OpenMP under its live worker threads. */
   if (x->lib)
     dlclose(x->lib);
   free(x);
