@@ -71,11 +71,15 @@ static const char *kind_text(ThunkKind k) {
   return "?";
 }
 
-static void print_timings(double *run_ms, int n, const Executor *e, bool profile) {
+static void print_timings(double *run_ms, double *exec_ms, int n, const Executor *e,
+                          bool profile) {
   double s[3];
   stats(run_ms, n, s);
   printf("%d run%s: min %.3f ms, median %.3f ms, max %.3f ms\n", n, n == 1 ? "" : "s", s[0],
          s[1], s[2]);
+  stats(exec_ms, n, s);
+  printf("execution (thunks only): min %.3f ms, median %.3f ms, max %.3f ms\n", s[0], s[1],
+         s[2]);
   if (!profile) return;
   const ThunkProfile *p;
   int np = executor_profile(e, &p);
@@ -244,7 +248,7 @@ int run_thunks(const RunOpts *o, const char *path) {
   PtrVec leaves = {0};
   Literal **leaf_vals = NULL, **res = NULL;
   int64_t *bounds = NULL;
-  double *run_ms = NULL;
+  double *run_ms = NULL, *exec_ms = NULL;
 
   Artifact *a = artifact_read(path, &d);
   if (!a) {
@@ -369,6 +373,7 @@ int run_thunks(const RunOpts *o, const char *path) {
 
   int runs = o->iterations > 0 ? o->iterations : 1;
   run_ms = xcalloc((size_t)runs, sizeof *run_ms);
+  exec_ms = xcalloc((size_t)runs, sizeof *exec_ms);
   Literal *result = NULL;
   for (int r = 0; r < runs; r++) {
     double t0 = now_ms();
@@ -377,14 +382,16 @@ int run_thunks(const RunOpts *o, const char *path) {
       goto out;
     }
     run_ms[r] = now_ms() - t0;
+    exec_ms[r] = executor_last_exec_ms(ex);
   }
   int nres = io_literal_leaves(result, &res);
   status = emit_results(o, res, nres, arena);
   if (o->compare && compare(o, m, leaf_vals, res, nres, arena) != 0) status = 1;
-  if (o->iterations > 0 || o->profile) print_timings(run_ms, runs, ex, o->profile);
+  if (o->iterations > 0 || o->profile) print_timings(run_ms, exec_ms, runs, ex, o->profile);
 out:
   fflush(stdout);
   free(run_ms);
+  free(exec_ms);
   free(res);
   free(leaf_vals);
   free(bounds);

@@ -15,6 +15,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../eval/eval.h"
 #include "platform.h"
@@ -50,6 +51,7 @@ struct Executor {
   ExecSeq entry;
   int max_depth;
   bool profile;
+  double last_exec_ms;            /* the last run's thunks, synchronized */
   int nprof;
   ThunkProfile *prof;
 };
@@ -512,6 +514,8 @@ static bool download_outputs(Executor *e, Arena *out, Literal **leaves, Diag *d)
   return true;
 }
 
+double executor_last_exec_ms(const Executor *e) { return e->last_exec_ms; }
+
 bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
                   Literal **result, Diag *d) {
   Platform *p = e->p;
@@ -523,8 +527,14 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
       tp->ms[tp->nsamples++] = 0;
     }
   }
-  if (!upload_inputs(e, inputs, d) || !run_seq(e, &e->entry, d) || !p->synchronize(p, d))
+  if (!upload_inputs(e, inputs, d))
     return false;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (!run_seq(e, &e->entry, d) || !p->synchronize(p, d))
+    return false;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  e->last_exec_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
   Literal **leaves = xcalloc((size_t)e->a->noutputs + 1, sizeof *leaves);
   bool ok = download_outputs(e, out, leaves, d);
   if (ok) {

@@ -124,6 +124,10 @@ void executor_set_profile(Executor *e, bool on);
  * Artifact.result_shape, with row-major data. */
 bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
                   Literal **result, Diag *d);
+/* Milliseconds the last run spent in its thunks (from the first thunk to
+ * the platform's synchronize after the last; inputs in and results out
+ * excluded), as XLA's executable runs compare. */
+double executor_last_exec_ms(const Executor *e);
 
 /* The profile: every thunk in pre-order (depth 0 for the entry sequence),
  * with the milliseconds it took in each profiled run so far (a while loop's
