@@ -12,6 +12,7 @@
 #                    FUZZ_FLAGS adds libFuzzer flags
 #   make fuzz-smoke  a short fuzz run plus the saved regressions
 #   make bench       benchmarks; they print their figures
+#   make bench-xla   xhloc against XLA (jax in its own venv) on JAX programs
 #   make clean
 #
 #   WERROR=1         turn warnings into errors (CI does)
@@ -107,7 +108,7 @@ ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 # Objects reached through pattern-rule chains (tests, bench, fuzz) are kept.
 .SECONDARY:
 
-.PHONY: all check check-gpu gpu-artifacts asan fuzz fuzz-build fuzz-smoke bench clean deps \
+.PHONY: all check check-gpu gpu-artifacts asan fuzz fuzz-build fuzz-smoke bench bench-xla clean deps \
         setup xhloc xhlo-run test-bins
 
 all: $(BUILD)/bin/xhloc $(BUILD)/bin/xhlo-run
@@ -219,6 +220,11 @@ fuzz-smoke: fuzz-build
 # ---- benchmarks ----------------------------------------------------------
 bench: $(BENCH_BINS)
 	@for b in $(BENCH_BINS); do echo "== $$b"; $$b || exit 1; done
+
+# xhloc against XLA (jax from PyPI in build/bench-venv) on real JAX programs;
+# BENCH_ARGS: e.g. --group 11, --only matmul, --quick, --platform cuda.
+bench-xla: all
+	bench/xla-compare/run.sh $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)
