@@ -11,9 +11,11 @@
  *
  * Convolution: the forward convolution the call's window and dim_labels
  * describe (x * w = y, cross-correlation, feature groups), and whichever of
- * x, w, y the call computes from the other two (libcall.h's semantics), with
- * products summed in double and the result rounded once; forward calls then
- * take alpha, the side input, the bias and the activation.
+ * x, w, y the call computes from the other two (libcall.h's semantics).
+ * The forward kind is XLA's evaluator's convolution with an f32 (f64)
+ * result, then alpha, the side input, the bias and the activation in
+ * double, rounded once; the backward kinds sum their products in double and
+ * round once.
  *
  * A workspace leaf of the result is zeros.
  */
@@ -158,6 +160,74 @@ static double *to_double(Eval *ev, const HloInstr *i, const Shape *s,
   return p;
 }
 
+/* The HLO convolution (attributes) of a gradient call, on the call's own
+ * operands: backward input is conv(y, w) with lhs dilation = the forward
+ * stride, the window reversed and the kernel's feature roles swapped;
+ * backward filter is conv(x, y) with x's batch and feature roles swapped,
+ * window = y's spatial size, stride = the forward dilation and rhs dilation
+ * = the forward stride.  High paddings give the wanted sizes (HLO allows
+ * them negative). */
+static ConvAttrs *gradient_conv(Arena *ar, const ConvAttrs *ca, ConvCallKind kind,
+                                const Tens *x, const Tens *y, const Tens *w,
+                                int ns) {
+  const ConvDnums *f = ca->dnums;
+  ConvAttrs *c = ARENA_NEW(ar, ConvAttrs);
+  ConvDnums *dn = ARENA_NEW(ar, ConvDnums);
+  Window *win = ARENA_NEW(ar, Window);
+  *c = *ca;
+  c->dnums = dn;
+  c->window = win;
+  c->feature_group_count = 1;
+  win->ndims = ns;
+  win->dims = ARENA_ARRAY(ar, WindowDim, ns);
+  dn->nspatial = ns;
+  if (kind == CONV_CALL_BACKWARD_INPUT) {
+    dn->input_batch = f->output_batch, dn->input_feature = f->output_feature;
+    dn->input_spatial = f->output_spatial;
+    dn->kernel_input_feature = f->kernel_output_feature;
+    dn->kernel_output_feature = f->kernel_input_feature;
+    dn->kernel_spatial = f->kernel_spatial;
+    dn->output_batch = f->input_batch, dn->output_feature = f->input_feature;
+    dn->output_spatial = f->input_spatial;
+  } else {
+    dn->input_batch = f->input_feature, dn->input_feature = f->input_batch;
+    dn->input_spatial = f->input_spatial;
+    dn->kernel_input_feature = f->output_batch;
+    dn->kernel_output_feature = f->output_feature;
+    dn->kernel_spatial = f->output_spatial;
+    dn->output_batch = f->kernel_input_feature;
+    dn->output_feature = f->kernel_output_feature;
+    dn->output_spatial = f->kernel_spatial;
+  }
+  for (int k = 0; k < ns; k++) {
+    const WindowDim *fw = &ca->window->dims[k];
+    WindowDim *d = &win->dims[k];
+    int64_t s = fw->stride > 0 ? fw->stride : 1;
+    int64_t dl = fw->window_dilation > 0 ? fw->window_dilation : 1;
+    int64_t X = x->dims[2 + k], Y = y->dims[2 + k], K = w->dims[2 + k];
+    memset(d, 0, sizeof *d);
+    if (kind == CONV_CALL_BACKWARD_INPUT) {
+      int64_t eff = (K - 1) * dl + 1;
+      d->size = K;
+      d->stride = 1;
+      d->base_dilation = s;
+      d->window_dilation = dl;
+      d->reversal = true;
+      d->pad_lo = (K - 1) * dl - fw->pad_lo;
+      d->pad_hi = X + eff - 2 - d->pad_lo - (Y - 1) * s;
+    } else {
+      int64_t eff = (Y - 1) * s + 1;
+      d->size = Y;
+      d->stride = dl;
+      d->base_dilation = 1;
+      d->window_dilation = s;
+      d->pad_lo = fw->pad_lo;
+      d->pad_hi = (K - 1) * dl + eff - X - d->pad_lo;
+    }
+  }
+  return c;
+}
+
 static EvalValue *conv(Eval *ev, const HloInstr *i, EvalValue *const *a,
                        LibCallTarget t) {
   const Shape *rs = result_array(i);
@@ -225,7 +295,33 @@ static EvalValue *conv(Eval *ev, const HloInstr *i, EvalValue *const *a,
                                                        : ws;
   memset(T, 0, (size_t)ev_elems(ts) * sizeof *T);
   int64_t OG = O / G;
-  for (int64_t nn = 0; nn < N; nn++)
+  bool as_hlo = kind == CONV_CALL_FORWARD || G == 1;
+  if (as_hlo) {
+    /* The HLO convolution that computes the wanted tensor (the forward one,
+     * or the transposed convolution / weight-gradient convolution JAX
+     * writes), as XLA's evaluator computes it with an f32 (f64) result, so
+     * that a rewritten convolution gives the original's values. */
+    Arena *ar = arena_new();
+    HloInstr ci = *i;
+    ci.op = HLO_CONVOLUTION;
+    ci.nops = 2;
+    ci.cc = NULL;
+    ci.backend_config = NULL;
+    ElemType acc = rs->et == ET_F64 ? ET_F64 : ET_F32;
+    ci.shape = shape_array(ar, acc, rs->rank, rs->dims);
+    if (kind != CONV_CALL_FORWARD)
+      ci.conv = gradient_conv(ar, ca, kind, &x, &y, &w, ns);
+    EvalValue *r = eval_convolution(ev, &ci, a);
+    if (r) {
+      for (int64_t e = 0; e < ev_elems(rs); e++)
+        T[e] = ev_get_f64(acc, r->data + e * et_bytes(acc));
+      ev_unref(ev, r);
+    }
+    arena_free(ar);
+    if (!r)
+      goto done;
+  }
+  for (int64_t nn = 0; nn < N && !as_hlo; nn++)
     for (int64_t o = 0; o < O; o++) {
       int64_t g = o / OG;
       for (int64_t os = 0; os < ospat; os++) {
