@@ -237,6 +237,34 @@ args = ([jnp.ones((32, 64), jnp.float32), jnp.ones((64,), jnp.float32),
          jnp.ones((64, 10), jnp.float32), jnp.ones((10,), jnp.float32)],
         jnp.ones((16, 32), jnp.float32), jnp.ones((16, 10), jnp.float32))
 """,
+    "conv_f16": """
+def f(x, w):
+    return jax.lax.conv_general_dilated(x, w, (2, 1), ((1, 1), (0, 2)))
+args = (jnp.ones((2, 3, 9, 8), jnp.float16), jnp.ones((4, 3, 3, 3), jnp.float16))
+""",
+    "conv_f64": """
+jax.config.update("jax_enable_x64", True)
+def f(x, w):
+    return jax.lax.conv_general_dilated(x, w, (1, 1), "SAME",
+                                        dimension_numbers=("NHWC", "HWIO", "NHWC"))
+args = (jnp.ones((1, 6, 6, 3), jnp.float64), jnp.ones((3, 3, 3, 2), jnp.float64))
+""",
+    "conv_grad_nchw_dilated": """
+def f(x, w, g):
+    def conv(x, w):
+        return jax.lax.conv_general_dilated(x, w, (2, 2), ((2, 1), (1, 2)),
+                                            rhs_dilation=(2, 1))
+    _, vjp = jax.vjp(conv, x, w)
+    return vjp(g)
+args = (jnp.ones((2, 3, 13, 12), jnp.float32), jnp.ones((5, 3, 3, 3), jnp.float32),
+        jnp.ones((2, 5, 6, 7), jnp.float32))
+""",
+    "dot_bf16_f32_out": """
+def f(x, y):
+    return jax.lax.dot_general(x, y, (((1,), (0,)), ((), ())),
+                               preferred_element_type=jnp.float32)
+args = (jnp.ones((24, 40), jnp.bfloat16), jnp.ones((40, 16), jnp.bfloat16))
+""",
 }
 
 RUNNER = """
