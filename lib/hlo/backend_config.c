@@ -266,6 +266,8 @@ static JVal *jcontainer(JParser *j, bool obj) {
   v->items = (JVal **)vec_to_arena(j->ar, &items);
   if (obj)
     v->keys = (char **)vec_to_arena(j->ar, &keys);
+  vec_free(&items);
+  vec_free(&keys);
   j->depth--;
   return v;
 }

@@ -552,4 +552,5 @@ Test(ba, library_workspace_has_its_own_allocation) {
   cr_assert(strstr(b.s, want), "%s", b.s);
   sb_free(&b);
   buffer_assignment_free(ba);
+  hlo_module_free(m);
 }

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../lib/runtime/thunks.h"
@@ -36,7 +37,9 @@ static const HloInstr *root_of(const char *text) {
   int n = hlo_parse(src, &po, &mods, &d);
   cr_assert_eq(n, 1, "%s", d.msg ? d.msg : "");
   vec_push(&modules, mods[0]);
-  return mods[0]->entry->root;
+  const HloInstr *root = mods[0]->entry->root;
+  free(mods);
+  return root;
 }
 
 #define GEMM_CFG(lc, rc, lb, rb, extra)                                        \
