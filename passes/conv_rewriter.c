@@ -42,35 +42,12 @@
 #include "../lib/hlo/backend_config.h"
 #include "../lib/hlo/ir_edit.h"
 #include "../lib/runtime/libcall.h"
+#include "match_util.h"
 
 typedef enum { K_FWD, K_BWD_INPUT, K_BWD_FILTER } Kind;
 
 static bool conv_type(ElemType t) {
   return t == ET_F32 || t == ET_F16 || t == ET_BF16 || t == ET_F64;
-}
-
-static bool const_scalar(const HloInstr *x, double *v) {
-  while (x->op == HLO_BROADCAST && x->nops == 1)
-    x = x->ops[0];
-  if (x->op != HLO_CONSTANT || !x->literal || !shape_is_array(x->shape) ||
-      shape_elements(x->shape) != 1 || !et_is_float(x->shape->et))
-    return false;
-  *v = literal_get_f64(x->literal, 0);
-  return true;
-}
-
-static HloInstr *other(const HloInstr *u, const HloInstr *x) {
-  if (u->nops != 2)
-    return NULL;
-  return u->ops[0] == x ? u->ops[1] : u->ops[1] == x ? u->ops[0] : NULL;
-}
-
-static HloInstr *sole_user(IrEdit *e, HloInstr *x) {
-  HloInstr **users;
-  if (ir_is_root(x) || ir_user_count(e, x) != 1)
-    return NULL;
-  ir_users(e, x, &users);
-  return users[0];
 }
 
 static int64_t *copy_dims(Arena *a, const int64_t *v, int n) {
@@ -226,13 +203,13 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *conv, bool gpu, Diag *d) {
     /* The epilogue. */
     HloInstr *bias = NULL;
     for (;;) {
-      HloInstr *u = sole_user(e, out);
-      HloInstr *y = u ? other(u, out) : NULL;
+      HloInstr *u = match_sole_user(e, out);
+      HloInstr *y = u ? match_other_operand(u, out) : NULL;
       double v;
       if (!u || !y || u->parent != c || !shape_compatible(u->shape, conv->shape))
         break;
       if (u->op == HLO_MULTIPLY && !bias && cfg.activation == CONV_ACT_NONE &&
-          const_scalar(y, &v)) {
+          match_scalar_constant(y, &v)) {
         cfg.conv_result_scale *= v;
         out = u;
         continue;
@@ -244,7 +221,7 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *conv, bool gpu, Diag *d) {
         continue;
       }
       if (u->op == HLO_MAXIMUM && cfg.activation == CONV_ACT_NONE &&
-          const_scalar(y, &v) && v == 0) {
+          match_scalar_constant(y, &v) && v == 0) {
         cfg.activation = CONV_ACT_RELU;
         out = u;
       }

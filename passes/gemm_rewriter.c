@@ -40,6 +40,7 @@
 #include "../lib/hlo/backend_config.h"
 #include "../lib/hlo/ir_edit.h"
 #include "../lib/runtime/libcall.h"
+#include "match_util.h"
 
 #define GPU_WORKSPACE (4 << 20)
 
@@ -72,34 +73,8 @@ static bool eligible(const HloInstr *dot, bool gpu) {
                          a == ET_F8E5M2);
 }
 
-/* The scalar value of a broadcast (or scalar) constant, if x is one. */
-static bool const_scalar(const HloInstr *x, double *v) {
-  while (x->op == HLO_BROADCAST && x->nops == 1)
-    x = x->ops[0];
-  if (x->op != HLO_CONSTANT || !x->literal || !shape_is_array(x->shape) ||
-      shape_elements(x->shape) != 1 || !et_is_float(x->shape->et))
-    return false;
-  *v = literal_get_f64(x->literal, 0);
-  return true;
-}
-
 static bool near(double v, double want) {
   return fabs(v - want) <= 1e-6 * fabs(want);
-}
-
-/* The other operand of a binary op u, one of whose operands is x. */
-static HloInstr *other(const HloInstr *u, const HloInstr *x) {
-  if (u->nops != 2)
-    return NULL;
-  return u->ops[0] == x ? u->ops[1] : u->ops[1] == x ? u->ops[0] : NULL;
-}
-
-static HloInstr *sole_user(IrEdit *e, HloInstr *x) {
-  HloInstr **users;
-  if (ir_is_root(x) || ir_user_count(e, x) != 1)
-    return NULL;
-  ir_users(e, x, &users);
-  return users[0];
 }
 
 /* v is a broadcast along exactly the result's rhs non-contracting dims. */
@@ -151,37 +126,37 @@ static HloInstr *gelu_tanh(IrEdit *e, HloInstr *x) {
   if (!sum)
     return NULL;
   /* sum = x + c2 * cube */
-  HloInstr *m = other(sum, x);
+  HloInstr *m = match_other_operand(sum, x);
   double v;
-  if (!m || m->op != HLO_MULTIPLY || sole_user(e, m) != sum)
+  if (!m || m->op != HLO_MULTIPLY || match_sole_user(e, m) != sum)
     return NULL;
   HloInstr *cube = NULL;
-  if (const_scalar(m->ops[1], &v) && near(v, 0.044715))
+  if (match_scalar_constant(m->ops[1], &v) && near(v, 0.044715))
     cube = m->ops[0];
-  else if (const_scalar(m->ops[0], &v) && near(v, 0.044715))
+  else if (match_scalar_constant(m->ops[0], &v) && near(v, 0.044715))
     cube = m->ops[1];
-  if (!cube || !is_cube_of(cube, x) || sole_user(e, cube) != m)
+  if (!cube || !is_cube_of(cube, x) || match_sole_user(e, cube) != m)
     return NULL;
   HloInstr *sq = cube->ops[0] == x ? cube->ops[1] : cube->ops[0];
-  if (sole_user(e, sq) != cube)
+  if (match_sole_user(e, sq) != cube)
     return NULL;
   /* s = c1 * sum; t = tanh(s); one = 1 + t; h = 0.5 * one */
-  HloInstr *s = sole_user(e, sum);
-  if (!s || s->op != HLO_MULTIPLY || !const_scalar(other(s, sum), &v) ||
+  HloInstr *s = match_sole_user(e, sum);
+  if (!s || s->op != HLO_MULTIPLY || !match_scalar_constant(match_other_operand(s, sum), &v) ||
       !near(v, 0.7978845608028654))
     return NULL;
-  HloInstr *t = sole_user(e, s);
+  HloInstr *t = match_sole_user(e, s);
   if (!t || t->op != HLO_TANH)
     return NULL;
-  HloInstr *one = sole_user(e, t);
-  if (!one || one->op != HLO_ADD || !const_scalar(other(one, t), &v) || v != 1)
+  HloInstr *one = match_sole_user(e, t);
+  if (!one || one->op != HLO_ADD || !match_scalar_constant(match_other_operand(one, t), &v) || v != 1)
     return NULL;
-  HloInstr *h = sole_user(e, one);
-  if (!h || h->op != HLO_MULTIPLY || !const_scalar(other(h, one), &v) ||
+  HloInstr *h = match_sole_user(e, one);
+  if (!h || h->op != HLO_MULTIPLY || !match_scalar_constant(match_other_operand(h, one), &v) ||
       v != 0.5)
     return NULL;
-  outer = sole_user(e, h);
-  if (!outer || outer->op != HLO_MULTIPLY || other(outer, h) != x)
+  outer = match_sole_user(e, h);
+  if (!outer || outer->op != HLO_MULTIPLY || match_other_operand(outer, h) != x)
     return NULL;
   /* x's four users are exactly these. */
   for (int k = 0; k < nu; k++)
@@ -198,13 +173,13 @@ static void fuse_epilogue(IrEdit *e, HloInstr *dot, bool gpu, Fused *f) {
   f->act = 0;
   ElemType et = dot->shape->et;
   for (;;) {
-    HloInstr *u = sole_user(e, f->out);
+    HloInstr *u = match_sole_user(e, f->out);
     if (!u || u->parent != dot->parent || !shape_compatible(u->shape, dot->shape))
       break;
-    HloInstr *y = other(u, f->out);
+    HloInstr *y = match_other_operand(u, f->out);
     double v;
     if (u->op == HLO_MULTIPLY && y && !f->c && !f->bias && !f->act &&
-        const_scalar(y, &v)) {
+        match_scalar_constant(y, &v)) {
       f->alpha *= v;
       f->out = u;
       continue;
@@ -224,7 +199,7 @@ static void fuse_epilogue(IrEdit *e, HloInstr *dot, bool gpu, Fused *f) {
       f->out = u;
       continue;
     }
-    if (u->op == HLO_MAXIMUM && y && !f->act && const_scalar(y, &v) && v == 0) {
+    if (u->op == HLO_MAXIMUM && y && !f->act && match_scalar_constant(y, &v) && v == 0) {
       f->act = 1;
       f->out = u;
     }

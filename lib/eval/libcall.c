@@ -24,16 +24,8 @@
 #include <string.h>
 
 #include "../hlo/backend_config.h"
+#include "../runtime/libcall.h"
 #include "evalp.h"
-
-static double activate(int act, double x) {
-  switch (act) {
-  case 1: return x > 0 ? x : 0;                                /* relu */
-  case 2: return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-  case 3: return 0.5 * x * (1 + erf(x * 0.7071067811865476)); /* gelu erf */
-  default: return x;
-  }
-}
 
 /* The result leaf (the array, or the first element of a tuple result) and,
  * for a tuple, the value holding it with a zero workspace. */
@@ -106,11 +98,11 @@ static EvalValue *gemm(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     out = NULL;
     goto done;
   }
-  int act = 0;
+  LibActivation act = LIB_ACT_NONE;
   switch (cfg.epilogue) {
-  case GEMM_EPILOGUE_RELU: case GEMM_EPILOGUE_BIAS_RELU: act = 1; break;
-  case GEMM_EPILOGUE_GELU: case GEMM_EPILOGUE_BIAS_GELU: act = 2; break;
-  case GEMM_EPILOGUE_GELU_ERF: case GEMM_EPILOGUE_BIAS_GELU_ERF: act = 3; break;
+  case GEMM_EPILOGUE_RELU: case GEMM_EPILOGUE_BIAS_RELU: act = LIB_ACT_RELU; break;
+  case GEMM_EPILOGUE_GELU: case GEMM_EPILOGUE_BIAS_GELU: act = LIB_ACT_GELU_TANH; break;
+  case GEMM_EPILOGUE_GELU_ERF: case GEMM_EPILOGUE_BIAS_GELU_ERF: act = LIB_ACT_GELU_ERF; break;
   default: break;
   }
   int ab = et_bytes(acc), ob = et_bytes(rs->et);
@@ -120,7 +112,7 @@ static EvalValue *gemm(Eval *ev, const HloInstr *i, EvalValue *const *a) {
       v += cfg.beta * ev_get_f64(cs->et, a[2]->data + k * et_bytes(cs->et));
     if (bs)
       v += ev_get_f64(bs->et, a[need - 1]->data + (k % ncols) * et_bytes(bs->et));
-    ev_set_f64(rs->et, out->data + k * ob, activate(act, v));
+    ev_set_f64(rs->et, out->data + k * ob, lib_activation_apply(act, v));
   }
 done:
   if (dot)
@@ -360,10 +352,10 @@ static EvalValue *conv(Eval *ev, const HloInstr *i, EvalValue *const *a,
       }
     }
   if (kind == CONV_CALL_FORWARD) {
-    int act = cfg.activation == CONV_ACT_RELU         ? 1
-              : cfg.activation == CONV_ACT_GELU_EXACT ? 3
-                                                      : 0;
-    if (cfg.activation != CONV_ACT_NONE && !act) {
+    LibActivation act = cfg.activation == CONV_ACT_RELU         ? LIB_ACT_RELU
+                        : cfg.activation == CONV_ACT_GELU_EXACT ? LIB_ACT_GELU_ERF
+                                                                : LIB_ACT_NONE;
+    if (cfg.activation != CONV_ACT_NONE && act == LIB_ACT_NONE) {
       ev_fail(ev, i, EVAL_ERR_UNSUPPORTED, "convolution activation %s",
               conv_activation_name(cfg.activation));
       goto done;
@@ -387,7 +379,7 @@ static EvalValue *conv(Eval *ev, const HloInstr *i, EvalValue *const *a,
              ev_get_f64(ssh->et, a[nb]->data + e * et_bytes(ssh->et));
       if (bsh)
         v += ev_get_f64(bsh->et, a[2]->data + o * et_bytes(bsh->et));
-      Y[e] = activate(act, v);
+      Y[e] = lib_activation_apply(act, v);
     }
   }
   out = ev_array_nozero(ev, rs);

@@ -6,6 +6,7 @@
  */
 #include "thunks.h"
 
+#include <math.h>
 #include <string.h>
 
 const char *lib_activation_name(LibActivation a) {
@@ -16,6 +17,16 @@ const char *lib_activation_name(LibActivation a) {
   case LIB_ACT_GELU_ERF: return "gelu_erf";
   }
   return "?";
+}
+
+double lib_activation_apply(LibActivation a, double x) {
+  switch (a) {
+  case LIB_ACT_RELU: return x > 0 ? x : 0;
+  case LIB_ACT_GELU_TANH:
+    return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  case LIB_ACT_GELU_ERF: return 0.5 * x * (1 + erf(x * 0.7071067811865476));
+  default: return x;
+  }
 }
 
 const char *conv_kind_name(ConvKind k) {

@@ -112,6 +112,7 @@ enum { CONV_X, CONV_W, CONV_Y, CONV_BIAS, CONV_SIDE, CONV_WORKSPACE, CONV_NSLICE
 #define LIB_MAX_SLICES 6
 
 const char *lib_activation_name(LibActivation a);   /* "none", "relu", ... */
+double lib_activation_apply(LibActivation a, double x); /* in double */
 const char *conv_kind_name(ConvKind k);   /* "forward", "backward_input", ... */
 
 /*

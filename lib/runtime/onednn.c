@@ -183,19 +183,23 @@ static void reorder_free(OneDnn *x, Reorder *r) {
   free(r->buf);
 }
 
+static void entry_free(OneDnn *x, Entry *e) {
+  if (e->prim)
+    x->f.dnnl_primitive_destroy(e->prim);
+  if (e->side)
+    x->f.dnnl_primitive_destroy(e->side);
+  for (int k = 0; k < 3; k++)
+    reorder_free(x, &e->ro[k]);
+  free(e->scratch);
+  free(e);
+}
+
 void onednn_close(OneDnn *x) {
   if (!x)
     return;
   for (Entry *e = x->cache, *next; e; e = next) {
     next = e->next;
-    if (e->prim)
-      x->f.dnnl_primitive_destroy(e->prim);
-    if (e->side)
-      x->f.dnnl_primitive_destroy(e->side);
-    for (int k = 0; k < 3; k++)
-      reorder_free(x, &e->ro[k]);
-    free(e->scratch);
-    free(e);
+    entry_free(x, e);
   }
   if (x->strm)
     x->f.dnnl_stream_destroy(x->strm);
@@ -326,16 +330,6 @@ static Entry *find(OneDnn *x, EntKind k, const GemmDesc *g, const ConvDesc *c) {
   return NULL;
 }
 
-static double act_ref(LibActivation a, double v) {
-  switch (a) {
-  case LIB_ACT_RELU: return v > 0 ? v : 0;
-  case LIB_ACT_GELU_TANH:
-    return 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
-  case LIB_ACT_GELU_ERF: return 0.5 * v * (1 + erf(v * 0.7071067811865476));
-  default: return v;
-  }
-}
-
 /* ---- GEMM ---------------------------------------------------------------- */
 
 static int64_t mat_batch_stride(const GemmMatrix *m, int64_t batch) {
@@ -395,10 +389,7 @@ static bool gemm_entry(OneDnn *x, const GemmDesc *g, Entry **out, Diag *d) {
   if (pd)
     x->f.dnnl_primitive_desc_destroy(pd);
   if (!ok) {
-    if (e->prim)
-      x->f.dnnl_primitive_destroy(e->prim);
-    free(e->scratch);
-    free(e);
+    entry_free(x, e);
     return false;
   }
   e->next = x->cache;
@@ -484,7 +475,7 @@ static void gemm_loops(const GemmDesc *g, void *const p[]) {
         if (g->has_bias)
           v += get(g->bias_et, bias, j);
         put(g->d.et, D, b * g->d.batch_stride + i * g->d.row_stride + j * g->d.col_stride,
-            act_ref(g->act, v));
+            lib_activation_apply(g->act, v));
       }
     }
   free(row);
@@ -726,14 +717,7 @@ static bool conv_entry(OneDnn *x, const ConvDesc *c, Entry **out, Diag *d) {
   if (hint)
     x->f.dnnl_primitive_desc_destroy(hint);
   if (!ok) {
-    if (e->prim)
-      x->f.dnnl_primitive_destroy(e->prim);
-    if (e->side)
-      x->f.dnnl_primitive_destroy(e->side);
-    for (int k = 0; k < 3; k++)
-      reorder_free(x, &e->ro[k]);
-    free(e->scratch);
-    free(e);
+    entry_free(x, e);
     return false;
   }
   e->next = x->cache;
@@ -878,7 +862,7 @@ static void conv_loops(const ConvDesc *c, void *const p[]) {
             v += c->side_scale * get(Y->et, p[CONV_SIDE], yoff);
           if (c->has_bias)
             v += get(c->bias_et, p[CONV_BIAS], o);
-          put(Y->et, yp, yoff, act_ref(c->act, v));
+          put(Y->et, yp, yoff, lib_activation_apply(c->act, v));
         }
       }
     }
