@@ -205,10 +205,15 @@ void onednn_close(OneDnn *x) {
     x->f.dnnl_stream_destroy(x->strm);
   if (x->eng)
     x->f.dnnl_engine_destroy(x->eng);
-  /* The library stays loaded (RTLD_NODELETE): unloading it would unload
-   * OpenMP under its live worker threads. */
-  if (x->lib)
+  /* OpenMP's worker threads are let go (OpenMP 5's omp_pause_resource_all,
+   * omp_pause_hard), and the library stays loaded (RTLD_NODELETE):
+   * unloading it would unload OpenMP under threads that may still run. */
+  if (x->lib) {
+    int (*pause_all)(int) = (int (*)(int))(uintptr_t)dlsym(x->lib, "omp_pause_resource_all");
+    if (pause_all)
+      pause_all(2);
     dlclose(x->lib);
+  }
   free(x);
 }
 
