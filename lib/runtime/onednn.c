@@ -15,7 +15,8 @@
  *
  * f32 and bf16 run natively; f16 and f8 operands (which this CPU's oneDNN 2.6
  * does not take) are converted to f32 and the result converted back; f64,
- * which oneDNN lacks, runs in plain loops in double.  Primitives, their
+ * which oneDNN lacks, runs in xhloc's own blocked kernel (gemm_f64.c) or,
+ * for convolutions, in plain loops in double.  Primitives, their
  * scratchpads and internal buffers are cached per whole descriptor.
  * Threads: oneDNN's OpenMP pool, sized by PlatformOptions.threads, else
  * XHLO_NUM_THREADS, else one per core.
@@ -28,6 +29,7 @@
 #include <string.h>
 
 #include "dnnl_min.h"
+#include "gemm_f64.h"
 
 /* The library's file name; XHLO_ONEDNN_LIBRARY names another (tests use it
  * to see the message for a missing one). */
@@ -73,6 +75,7 @@ struct OneDnn {
   xdnnl_engine_t eng;
   xdnnl_stream_t strm;
   Entry *cache;
+  int threads;                    /* 0: one per core */
 };
 
 static const char *status_text(int s) {
@@ -163,6 +166,7 @@ OneDnn *onednn_open(const PlatformOptions *o, Diag *d) {
   XDNNL_FUNCTIONS(X)
 #undef X
   int n = thread_count(o);
+  x->threads = n;
   void (*set_threads)(int) = (void (*)(int))(uintptr_t)dlsym(lib, "omp_set_num_threads");
   if (n > 0 && set_threads)
     set_threads(n);
@@ -351,6 +355,13 @@ static bool matrix_md(OneDnn *x, const GemmMatrix *m, int64_t batch,
     return diag_error(d, (Loc){0}, "oneDNN: no %s matmul", et_name(m->et));
   xdnnl_dim_t dims[3] = {batch, m->rows, m->cols};
   xdnnl_dim_t str[3] = {mat_batch_stride(m, batch), m->row_stride, m->col_stride};
+  /* A single row or column with both strides 1 is row- and column-major at
+   * once; oneDNN 2.6's gemm-based matmul refuses it at execution, so it is
+   * given the dense row-major (one row) or column-major (one column) view. */
+  if (str[1] == str[2] && m->rows == 1)
+    str[1] = m->cols * str[2];
+  else if (str[1] == str[2] && m->cols == 1)
+    str[2] = m->rows * str[1];
   CHECK(x->f.dnnl_memory_desc_init_by_strides(md, 3, dims, dt, str),
         "describing a matrix");
   return true;
@@ -415,7 +426,50 @@ static void copy_matrix(const GemmDesc *g, const uint8_t *c, uint8_t *dd) {
       }
 }
 
+/* Copies a [batch, rows, cols] matrix batch between two layouts of one
+ * element type. */
+static void copy_layout(const GemmMatrix *from, const uint8_t *src, const GemmMatrix *to,
+                        uint8_t *dst, int64_t batch) {
+  int eb = et_bytes(to->et);
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < to->rows; i++)
+      for (int64_t j = 0; j < to->cols; j++)
+        memcpy(dst + (b * to->batch_stride + i * to->row_stride + j * to->col_stride) * eb,
+               src + (b * from->batch_stride + i * from->row_stride + j * from->col_stride) * eb,
+               (size_t)eb);
+}
+
+static bool gemm_prim(OneDnn *x, const GemmDesc *g, void *const p[], Diag *d);
+
+/* oneDNN 2.6's gemm-based matmul adds a binary post-op (the bias when alpha
+ * is not 1) at the wrong places when a batched D is not dense: such calls
+ * write a dense D and copy it out. */
 static bool gemm_native(OneDnn *x, const GemmDesc *g, void *const p[], Diag *d) {
+  GemmMatrix dense = {g->d.et, g->m, g->n, g->m * g->n, g->n, 1};
+  bool d_dense = g->batch == 1 || (g->d.batch_stride == dense.batch_stride &&
+                                   g->d.row_stride == dense.row_stride &&
+                                   g->d.col_stride == 1);
+  if (d_dense || !g->has_bias || g->alpha_re == 1)
+    return gemm_prim(x, g, p, d);
+  GemmDesc h = *g;
+  h.d = dense;
+  if (g->beta != 0)
+    h.c = dense;
+  uint8_t *tmp = aligned((size_t)(g->batch * g->m * g->n) * (size_t)et_bytes(g->d.et));
+  if (g->beta != 0)
+    copy_layout(&g->c, p[GEMM_C], &dense, tmp, g->batch);
+  void *q[GEMM_NSLICES];
+  memcpy(q, p, sizeof q);
+  q[GEMM_D] = tmp;
+  q[GEMM_C] = g->beta != 0 ? tmp : NULL;
+  bool ok = gemm_prim(x, &h, q, d);
+  if (ok)
+    copy_layout(&dense, tmp, &g->d, p[GEMM_D], g->batch);
+  free(tmp);
+  return ok;
+}
+
+static bool gemm_prim(OneDnn *x, const GemmDesc *g, void *const p[], Diag *d) {
   Entry *e = find(x, ENT_GEMM, g, NULL);
   if (!e && !gemm_entry(x, g, &e, d))
     return false;
@@ -451,39 +505,6 @@ static void put(ElemType t, uint8_t *p, int64_t k, double v) {
   int n = et_bytes(t);
   uint64_t bits = fp_from_double(et_fp_format(t), v);
   memcpy(p + k * n, &bits, (size_t)n);
-}
-
-/* f64 (and anything oneDNN lacks with no f32 detour): loops in double. */
-static void gemm_loops(const GemmDesc *g, void *const p[]) {
-  const uint8_t *A = p[GEMM_A], *B = p[GEMM_B], *C = p[GEMM_C],
-                *bias = p[GEMM_BIAS];
-  uint8_t *D = p[GEMM_D];
-  double *row = xmalloc((size_t)g->n * sizeof *row);
-  for (int64_t b = 0; b < g->batch; b++)
-    for (int64_t i = 0; i < g->m; i++) {
-      for (int64_t j = 0; j < g->n; j++)
-        row[j] = 0;
-      for (int64_t q = 0; q < g->k; q++) {
-        double av = get(g->a.et, A, b * g->a.batch_stride + i * g->a.row_stride +
-                                        q * g->a.col_stride);
-        if (av == 0)
-          continue;
-        int64_t base = b * g->b.batch_stride + q * g->b.row_stride;
-        for (int64_t j = 0; j < g->n; j++)
-          row[j] += av * get(g->b.et, B, base + j * g->b.col_stride);
-      }
-      for (int64_t j = 0; j < g->n; j++) {
-        double v = g->alpha_re * row[j];
-        if (g->beta != 0)
-          v += g->beta * get(g->c.et, C, b * g->c.batch_stride + i * g->c.row_stride +
-                                             j * g->c.col_stride);
-        if (g->has_bias)
-          v += get(g->bias_et, bias, j);
-        put(g->d.et, D, b * g->d.batch_stride + i * g->d.row_stride + j * g->d.col_stride,
-            lib_activation_apply(g->act, v));
-      }
-    }
-  free(row);
 }
 
 /* A dense row-major f32 copy of a strided matrix batch. */
@@ -559,10 +580,8 @@ bool onednn_gemm(OneDnn *x, const GemmDesc *g, void *const p[GEMM_NSLICES],
     return gemm_native(x, g, p, d);
   if (detour)
     return gemm_via_f32(x, g, p, d);
-  if (f64 && g->alpha_im == 0) {
-    gemm_loops(g, p);
-    return true;
-  }
+  if (f64 && g->alpha_im == 0)
+    return gemm_f64(g, p, x->threads, d);
   return diag_error(d, (Loc){0},
                     "oneDNN: no GEMM of %s x %s -> %s on the host",
                     et_name(g->a.et), et_name(g->b.et), et_name(g->d.et));
@@ -748,7 +767,48 @@ static bool reorder_run(OneDnn *x, xdnnl_primitive_t prim,
   return run(x, prim, 2, args, mds, ptrs, d);
 }
 
+static bool conv_prim(OneDnn *x, const ConvDesc *c, void *const p[], Diag *d);
+
+/* oneDNN 2.6's brgconv kernels mishandle the sum post-op (the side
+ * input): with other post-ops (linear, relu, gelu, binary add) some shapes
+ * crash, and with the primitive's bias, outputs whose window lies wholly in
+ * the padding lose the addend.  A side input therefore never reaches the
+ * primitive: it computes the plain convolution into a dense f32 tensor and
+ * the epilogue is finished here, rounding once. */
 static bool conv_native(OneDnn *x, const ConvDesc *c, void *const p[], Diag *d) {
+  if (c->kind != CONV_FORWARD || c->side_scale == 0)
+    return conv_prim(x, c, p, d);
+  ConvDesc h = *c;
+  h.alpha = 1;
+  h.side_scale = 0;
+  h.has_bias = false;
+  h.act = LIB_ACT_NONE;
+  h.y.et = ET_F32;
+  int64_t n = 1;
+  for (int k = 1 + c->nspatial; k >= 0; k--) {
+    h.y.strides[k] = n;
+    n *= c->y.dims[k];
+  }
+  float *tmp = aligned((size_t)n * sizeof(float));
+  void *q[CONV_NSLICES] = {p[CONV_X], p[CONV_W], tmp};
+  bool ok = conv_prim(x, &h, q, d);
+  int64_t per_o = n / (c->y.dims[0] * c->y.dims[1]);
+  for (int64_t lin = 0; ok && lin < n; lin++) {
+    int64_t off = 0, r = lin;
+    for (int k = 1 + c->nspatial; k >= 0; k--) {
+      off += r % c->y.dims[k] * c->y.strides[k];
+      r /= c->y.dims[k];
+    }
+    double v = c->alpha * tmp[lin] + c->side_scale * get(c->y.et, p[CONV_SIDE], off);
+    if (c->has_bias)
+      v += get(c->bias_et, p[CONV_BIAS], lin / per_o % c->y.dims[1]);
+    put(c->y.et, p[CONV_Y], off, lib_activation_apply(c->act, v));
+  }
+  free(tmp);
+  return ok;
+}
+
+static bool conv_prim(OneDnn *x, const ConvDesc *c, void *const p[], Diag *d) {
   Entry *e = find(x, ENT_CONV, NULL, c);
   if (!e && !conv_entry(x, c, &e, d))
     return false;
