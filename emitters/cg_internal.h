@@ -29,6 +29,7 @@
 struct Codegen {
   CodegenOptions opts;
   char *arch;                     /* "sm_90"; host: the host cpu name */
+  char *host_features;            /* host: checkable features (host_cpu.h) */
   char *libdevice_path;           /* NVPTX */
   LLVMContextRef ctx;
   LLVMModuleRef mod;
@@ -129,17 +130,30 @@ typedef struct CgKernel {
   LLVMValueRef *in;               /* nin pointers (CG_AS_GLOBAL), operand leaves */
   LLVMValueRef *out;              /* nout pointers, result leaves */
   const Shape **in_shapes, **out_shapes; /* the leaf shapes */
+  LLVMValueRef lo, hi;            /* host: the work units [lo, hi) this call
+                                     computes (i64); NULL on NVPTX */
 } CgKernel;
 
 /* Creates the kernel function `name` for instr with codegen.h's parameter
- * convention (NVPTX: a ptx kernel of pointer parameters; host:
- * `void name(void **args)` with the pointers unpacked), positions the
- * builder in its entry block and fills k.  Fails (error at instr->loc) when
+ * convention (NVPTX: a ptx kernel of pointer parameters; host: the
+ * exported `void name(void **args, int64_t lo, int64_t hi)` calling an
+ * internal `name.body(noalias ptr..., i64 lo, i64 hi)`, which is where the
+ * builder is left), positions the builder in its entry block and fills k.  Fails (error at instr->loc) when
  * a leaf is not an array of a supported element type. */
 bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
                      CgKernel *k, Diag *d);
 /* Emits `ret void` at the builder's position and frees k's arrays. */
 void cg_kernel_end(CgKernel *k);
+
+/* Host: splits `total` independent items of about `cost` scalar
+ * operations each into work units of at least CG_HOST_GRAIN operations
+ * (one unit when the whole is small), sets ld->grid[0] to the number of
+ * units and emits *start, *end: the items of this call's units
+ * [k->lo, k->hi).  Every item is computed by exactly one unit, so results
+ * do not depend on how units are spread over threads. */
+enum { CG_HOST_GRAIN = 32768 };
+void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
+                   LLVMValueRef *start, LLVMValueRef *end);
 
 /* The fusion computation of instr (called[0] of a fusion), else NULL. */
 const HloComp *cg_fusion_comp(const HloInstr *instr);

@@ -17,6 +17,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "../lib/eval/eval.h"
+#include "../lib/runtime/host_cpu.h"
 #include "cg_internal.h"
 
 extern char **environ;
@@ -44,6 +45,7 @@ static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
   const char *triple;
   char *def_triple = NULL;
   const char *cpu, *features;
+  char *host_name = NULL, *host_feats = NULL;
   LLVMRelocMode reloc;
   if (cg->is_gpu) {
     LLVMInitializeNVPTXTargetInfo();
@@ -61,9 +63,33 @@ static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
     LLVMInitializeX86AsmPrinter();
     def_triple = LLVMGetDefaultTargetTriple();
     triple = def_triple;
-    cpu = "x86-64";
-    features = "";
     reloc = LLVMRelocPIC;
+    const char *want = cg->opts.host_cpu ? cg->opts.host_cpu : "native";
+    StrBuf list;
+    sb_init(&list);
+    if (strcmp(want, "native") == 0) {
+      host_name = LLVMGetHostCPUName();
+      host_feats = LLVMGetHostCPUFeatures();
+      cpu = host_name;
+      features = host_feats;
+      host_cpu_checkable(features, &list);
+    } else {
+      const char *level = host_cpu_level_features(want);
+      if (!level) {
+        sb_free(&list);
+        LLVMDisposeMessage(def_triple);
+        diag_error(d, (Loc){0}, "codegen: unknown host CPU '%s' (expected native, "
+                   "x86-64, x86-64-v2, x86-64-v3 or x86-64-v4)", want);
+        return NULL;
+      }
+      cpu = want;
+      features = "";
+      sb_puts(&list, level);
+    }
+    free(cg->arch);
+    cg->arch = xstrdup(cpu);
+    free(cg->host_features);
+    cg->host_features = sb_detach(&list);
   }
   LLVMTargetRef t;
   char *err = NULL;
@@ -72,6 +98,8 @@ static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
                err ? err : "?");
     LLVMDisposeMessage(err);
     LLVMDisposeMessage(def_triple);
+    LLVMDisposeMessage(host_name);
+    LLVMDisposeMessage(host_feats);
     return NULL;
   }
   LLVMCodeGenOptLevel ol = cg->opts.opt_level <= 0 ? LLVMCodeGenLevelNone
@@ -87,6 +115,8 @@ static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
   else
     LLVMSetTarget(cg->mod, triple);
   LLVMDisposeMessage(def_triple);
+  LLVMDisposeMessage(host_name);
+  LLVMDisposeMessage(host_feats);
   return tm;
 }
 
@@ -158,8 +188,17 @@ void codegen_free(Codegen *cg) {
   if (cg->aff)
     aff_ctx_free(cg->aff);
   free(cg->arch);
+  free(cg->host_features);
   free(cg->libdevice_path);
   free(cg);
+}
+
+const char *codegen_host_cpu(const Codegen *cg, const char **features) {
+  if (cg->is_gpu)
+    return NULL;
+  if (features)
+    *features = cg->host_features;
+  return cg->arch;
 }
 
 /*
@@ -245,17 +284,73 @@ bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
     for (int j = 0; j < n; j++)
       k->in[j] = LLVMGetParam(k->fn, (unsigned)j);
   } else {
+    /* the exported `void name(void **args, i64 lo, i64 hi)` unpacks args
+     * and calls the internal body, whose pointer parameters are noalias:
+     * buffer assignment never lets a result share bytes with an operand,
+     * and operands are only read (LLVM keeps that knowledge as scoped
+     * alias metadata when it inlines the body) */
     LLVMTypeRef p0 = LLVMPointerTypeInContext(cg->ctx, 0);
-    k->fn = LLVMAddFunction(cg->mod, name, LLVMFunctionType(vt, &p0, 1, false));
-    LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry"));
-    LLVMValueRef args = LLVMGetParam(k->fn, 0);
+    LLVMTypeRef i64 = cg_i64(cg);
+    LLVMTypeRef wt[3] = {p0, i64, i64};
+    LLVMValueRef wrap = LLVMAddFunction(cg->mod, name, LLVMFunctionType(vt, wt, 3, false));
+    LLVMTypeRef *pt = xcalloc((size_t)n + 2, sizeof *pt);
+    for (int j = 0; j < n; j++)
+      pt[j] = p0;
+    pt[n] = pt[n + 1] = i64;
+    StrBuf body;
+    sb_init(&body);
+    sb_printf(&body, "%s.body", name);
+    k->fn = LLVMAddFunction(cg->mod, body.s, LLVMFunctionType(vt, pt, (unsigned)n + 2, false));
+    sb_free(&body);
+    free(pt);
+    LLVMSetLinkage(k->fn, LLVMInternalLinkage);
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    for (int j = 0; j < n; j++)
+      LLVMAddAttributeAtIndex(k->fn, (LLVMAttributeIndex)(j + 1),
+                              LLVMCreateEnumAttribute(cg->ctx, noalias, 0));
+    LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, wrap, "entry"));
+    LLVMValueRef args = LLVMGetParam(wrap, 0);
+    LLVMValueRef *cargs = xcalloc((size_t)n + 2, sizeof *cargs);
     for (int j = 0; j < n; j++) {
       LLVMValueRef off = cg_const_i64(cg, j);
       LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, p0, args, &off, 1, "");
-      k->in[j] = LLVMBuildLoad2(cg->b, p0, p, "arg");
+      cargs[j] = LLVMBuildLoad2(cg->b, p0, p, "arg");
     }
+    cargs[n] = LLVMGetParam(wrap, 1);
+    cargs[n + 1] = LLVMGetParam(wrap, 2);
+    LLVMBuildCall2(cg->b, LLVMGlobalGetValueType(k->fn), k->fn, cargs, (unsigned)n + 2, "");
+    LLVMBuildRetVoid(cg->b);
+    free(cargs);
+    LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry"));
+    for (int j = 0; j < n; j++)
+      k->in[j] = LLVMGetParam(k->fn, (unsigned)j);
+    k->lo = LLVMGetParam(k->fn, (unsigned)n);
+    k->hi = LLVMGetParam(k->fn, (unsigned)n + 1);
   }
   return true;
+}
+
+void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
+                   LLVMValueRef *start, LLVMValueRef *end) {
+  Codegen *cg = k->cg;
+  LLVMBuilderRef b = cg->b;
+  if (cost < 1)
+    cost = 1;
+  int64_t per = total > 0 ? total : 1;   /* items per unit */
+  if (total > 0 && total > INT64_MAX / cost)
+    per = (CG_HOST_GRAIN + cost - 1) / cost;
+  else if (total * cost > 2 * (int64_t)CG_HOST_GRAIN)
+    per = (CG_HOST_GRAIN + cost - 1) / cost;
+  int64_t units = total > 0 ? (total + per - 1) / per : 1;
+  if (units > INT32_MAX) {
+    per = (total + INT32_MAX - 1) / INT32_MAX;
+    units = (total + per - 1) / per;
+  }
+  ld->grid[0] = (uint32_t)units;
+  LLVMValueRef p = cg_const_i64(cg, per), n = cg_const_i64(cg, total);
+  *start = LLVMBuildMul(b, k->lo, p, "start");
+  LLVMValueRef e = LLVMBuildMul(b, k->hi, p, "");
+  *end = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, e, n, ""), e, n, "end");
 }
 
 void cg_kernel_end(CgKernel *k) {
@@ -303,6 +398,12 @@ static void drop_kernel(Codegen *cg, const char *name) {
   LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
   if (fn)
     LLVMDeleteFunction(fn);
+  StrBuf body;
+  sb_init(&body);
+  sb_printf(&body, "%s.body", name);
+  if ((fn = LLVMGetNamedFunction(cg->mod, body.s)))
+    LLVMDeleteFunction(fn);
+  sb_free(&body);
 }
 
 bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
@@ -348,12 +449,7 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
       drop_kernel(cg, name);
     diag_clear(&d2);
   }
-  if (!ok)
-    return false;
-  if (!cg->is_gpu)
-    for (int k = 0; k < 3; k++)
-      ld->grid[k] = ld->block[k] = 1;
-  return true;
+  return ok;
 }
 
 /*

@@ -14,8 +14,13 @@
  * element).
  *   GPU:  a kernel (ptx .entry) `name` with those pointers as parameters
  *         (global address space), launched with the LaunchDims returned.
- *   Host: `void name(void **args)`, args[k] the k-th pointer; one call
- *         computes the whole result (plain loop nests).
+ *   Host: `void name(void **args, int64_t lo, int64_t hi)`, args[k] the
+ *         k-th pointer; the result is split into LaunchDims.grid[0]
+ *         independent work units (grid[1..2] and block are 1) and one
+ *         call computes units [lo, hi).  Calling it for every unit once,
+ *         in any order and on any threads, computes the whole result, the
+ *         same bits whatever the split.  The pointers may be assumed not
+ *         to alias (a result never shares bytes with an operand).
  *
  * Math functions come from libdevice on the GPU (linked before
  * optimization, as XLA does) and from libm on the host.
@@ -37,6 +42,10 @@ typedef struct CodegenOptions {
                                      libdevice.10.bc, CUDA_HOME defaulting
                                      to /usr/local/cuda */
   int opt_level;                  /* 0-3; codegen_options_default: 2 */
+  const char *host_cpu;           /* host: "native" (default when NULL: this
+                                     machine's CPU and features) or an
+                                     x86-64 psABI level: "x86-64",
+                                     "x86-64-v2", "x86-64-v3", "x86-64-v4" */
 } CodegenOptions;
 
 void codegen_options_default(CodegenOptions *o);
@@ -55,7 +64,8 @@ Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
 void codegen_free(Codegen *cg);
 
 /* Emits kernel `name` computing instruction i (a fusion; any other op is
- * treated as a fusion of itself).  Host launch dims are all 1. */
+ * treated as a fusion of itself).  Host: ld->grid[0] is the number of
+ * work units, everything else 1. */
 bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
                     LaunchDims *ld, Diag *d);
 
@@ -65,6 +75,11 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
 bool codegen_llvm_ir(Codegen *cg, bool optimized, StrBuf *out, Diag *d);
 /* NVPTX: the PTX text (optimizes first). */
 bool codegen_ptx(Codegen *cg, StrBuf *out, Diag *d);
+/* Host: the CPU the kernels are compiled for (LLVM's name, e.g.
+ * "skylake-avx512" or "x86-64-v3") and, in *features, the instruction-set
+ * features they may use that lib/runtime/host_cpu.h can check, comma-
+ * separated (what the thunk file records).  NULL on NVPTX. */
+const char *codegen_host_cpu(const Codegen *cg, const char **features);
 /* Host: writes a shared object at path (optimizes first; links with the
  * system C compiler driver, `cc -shared`). */
 bool codegen_host_so(Codegen *cg, const char *path, Diag *d);

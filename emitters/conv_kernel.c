@@ -24,7 +24,8 @@
  *                  inside the input (else that window position adds nothing),
  *   kernel         (spatial reversal ? size - 1 - k : k, c, o).
  *
- * Host: one loop over the output's physical elements, with the window loops
+ * Host: one loop over the output's physical elements (split into work
+ * units of whole elements), with the window loops
  * (an invalid position skips to the next) and the input-feature loop inside.
  * GPU: one thread per physical output element (consecutive threads on
  * consecutive elements), the same loops per thread, bounds masked.
@@ -284,11 +285,15 @@ static bool emit_element(Conv *t, LLVMValueRef acc, LLVMValueRef lin) {
   return true;
 }
 
-static bool emit_host(Conv *t, LLVMValueRef acc) {
+static bool emit_host(Conv *t, LLVMValueRef acc, LaunchDims *ld) {
   Codegen *cg = t->cg;
   CgLoop l;
-  LLVMValueRef lin = cg_loop_begin(cg, &l, i64c(t, 0), i64c(t, shape_elements(t->os)),
-                                   i64c(t, 1), "out");
+  int64_t window = t->Cg;
+  for (int j = 0; j < t->ns; j++)
+    window *= t->ksp[j];
+  LLVMValueRef start, end;
+  cg_host_range(&t->k, shape_elements(t->os), window, ld, &start, &end);
+  LLVMValueRef lin = cg_loop_begin(cg, &l, start, end, i64c(t, 1), "out");
   if (!emit_element(t, acc, lin)) return false;
   cg_loop_end(cg, &l);
   return true;
@@ -346,7 +351,7 @@ bool cg_emit_conv_kernel(Codegen *cg, const HloInstr *instr, const HloInstr *her
   memset(ld, 0, sizeof *ld);
   for (int j = 0; j < 3; j++) ld->grid[j] = ld->block[j] = 1;
   LLVMValueRef acc = LLVMBuildAlloca(cg->b, cg_reg_type(cg, t->acc_et), "acc");
-  ok = cg->is_gpu ? emit_gpu(t, acc, ld) : emit_host(t, acc);
+  ok = cg->is_gpu ? emit_gpu(t, acc, ld) : emit_host(t, acc, ld);
 done:
   if (t->el) cg_elemental_free(t->el);
   if (begun) cg_kernel_end(&t->k);

@@ -16,7 +16,7 @@
  * 32-bit integers for integers up to 32 bits, which wrap the same way, and
  * 64-bit ones), and the sum is converted to the result type once at the end.
  *
- * Host: loops over b, m, n, k.
+ * Host: loops over b, m, n, k; work units of whole (b, m) output rows.
  * GPU: 16x16 tiles; block (16, 16), grid (N/16, M/16, B) rounded up, with
  * block-uniform loops over the M tiles and batches beyond the grid's y and
  * z limits.  Each step over K stages a 16x16 tile of each operand (converted
@@ -195,14 +195,18 @@ static void store_result(Dot *t, LLVMValueRef bv, LLVMValueRef mv, LLVMValueRef 
 
 static LLVMValueRef i64c(Dot *t, int64_t v) { return cg_const_i64(t->cg, v); }
 
-static bool emit_host(Dot *t) {
+static bool emit_host(Dot *t, LaunchDims *ld) {
   Codegen *cg = t->cg;
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef at = cg_reg_type(cg, t->acc_et);
   LLVMValueRef acc = LLVMBuildAlloca(b, at, "acc");
-  CgLoop lb, lm, ln, lk;
-  LLVMValueRef bv = cg_loop_begin(cg, &lb, i64c(t, 0), i64c(t, t->B), i64c(t, 1), "b");
-  LLVMValueRef mv = cg_loop_begin(cg, &lm, i64c(t, 0), i64c(t, t->M), i64c(t, 1), "m");
+  CgLoop lbm, ln, lk;
+  /* work units of whole (b, m) rows of the output */
+  LLVMValueRef start, end;
+  cg_host_range(&t->k, t->B * t->M, t->N * t->K, ld, &start, &end);
+  LLVMValueRef bm = cg_loop_begin(cg, &lbm, start, end, i64c(t, 1), "bm");
+  LLVMValueRef bv = LLVMBuildUDiv(b, bm, i64c(t, t->M > 0 ? t->M : 1), "b");
+  LLVMValueRef mv = LLVMBuildURem(b, bm, i64c(t, t->M > 0 ? t->M : 1), "m");
   LLVMValueRef nv = cg_loop_begin(cg, &ln, i64c(t, 0), i64c(t, t->N), i64c(t, 1), "n");
   LLVMBuildStore(b, acc_zero(t), acc);
   LLVMValueRef kv = cg_loop_begin(cg, &lk, i64c(t, 0), i64c(t, t->K), i64c(t, 1), "k");
@@ -215,8 +219,7 @@ static bool emit_host(Dot *t) {
   if (t->el) cg_elemental_clear_cache(t->el);
   store_result(t, bv, mv, nv, LLVMBuildLoad2(b, at, acc, "a"));
   cg_loop_end(cg, &ln);
-  cg_loop_end(cg, &lm);
-  cg_loop_end(cg, &lb);
+  cg_loop_end(cg, &lbm);
   return true;
 }
 
@@ -347,7 +350,7 @@ bool cg_emit_dot_kernel(Codegen *cg, const HloInstr *instr, const HloInstr *hero
   }
   memset(ld, 0, sizeof *ld);
   for (int j = 0; j < 3; j++) ld->grid[j] = ld->block[j] = 1;
-  ok = cg->is_gpu ? emit_gpu(t, name, ld) : emit_host(t);
+  ok = cg->is_gpu ? emit_gpu(t, name, ld) : emit_host(t, ld);
 done:
   if (t->el) cg_elemental_free(t->el);
   if (begun) cg_kernel_end(&t->k);

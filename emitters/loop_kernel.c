@@ -6,8 +6,10 @@
  * them vector accesses; blocks of 64 to 256 threads, exact grid sized to
  * fill an H200's 132 SMs; consecutive threads on consecutive elements so
  * accesses coalesce);
- * host: one loop over the physical linear index.  Multi-output fusions
- * whose outputs have equal dimensions are written in the same loop.
+ * host: rows of the minor-most physical dimension in work units of whole
+ * rows (cg_host_range), a row an inner loop LLVM vectorizes.
+ * Multi-output fusions whose outputs have equal dimensions are written in
+ * the same loop.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -144,18 +146,38 @@ static bool emit_gpu(Codegen *cg, CgElemental *e, const LoopOut *o,
   return true;
 }
 
-static bool emit_host(Codegen *cg, CgElemental *e, const LoopOut *o,
-                      const Shape *s) {
-  CgLoop l;
-  LLVMValueRef lin = cg_loop_begin(cg, &l, cg_const_i64(cg, 0),
-                                   cg_const_i64(cg, shape_elements(s)),
-                                   cg_const_i64(cg, 1), "loop");
+/* Host: rows of the minor-most physical dimension, split into work units
+ * of whole rows; the inner loop walks a row's consecutive elements so that
+ * LLVM vectorizes it. */
+static bool emit_host(Codegen *cg, CgKernel *k, CgElemental *e, const LoopOut *o,
+                      const Shape *s, LaunchDims *ld) {
   LLVMValueRef idx[LOOP_MAX_RANK];
-  cg_delinearize(cg, s, lin, idx);
+  int md = minor_dim(s);
+  if (md < 0)
+    return emit_element(cg, e, o, idx);
+  int64_t n = shape_elements(s), minor = s->dims[md];
+  if (n == 0)
+    return true;
+  int outer[LOOP_MAX_RANK], nouter = 0;   /* other dims, major to minor */
+  const Layout *l = s->layout;
+  bool use_layout = l && l->rank == s->rank && l->minor_to_major;
+  for (int j = s->rank - 1; j >= 0; j--) {
+    int dim = use_layout ? (int)l->minor_to_major[j] : s->rank - 1 - j;
+    if (dim != md)
+      outer[nouter++] = dim;
+  }
+  LLVMValueRef start, end;
+  cg_host_range(k, n / minor, minor, ld, &start, &end);
+  CgLoop rows, cols;
+  LLVMValueRef row = cg_loop_begin(cg, &rows, start, end, cg_const_i64(cg, 1), "row");
+  cg_split_index(cg, row, nouter, outer, s->dims, idx);
+  idx[md] = cg_loop_begin(cg, &cols, cg_const_i64(cg, 0), cg_const_i64(cg, minor),
+                          cg_const_i64(cg, 1), "col");
   if (!emit_element(cg, e, o, idx))
     return false;
-  cg_loop_end(cg, &l);
+  cg_loop_end(cg, &cols);
   cg_elemental_clear_cache(e);
+  cg_loop_end(cg, &rows);
   return true;
 }
 
@@ -210,7 +232,7 @@ bool cg_emit_loop_kernel(Codegen *cg, const HloInstr *instr, const char *name,
   if (cg->is_gpu)
     ok = emit_gpu(cg, e, &o, s, ld, instr, d);
   else
-    ok = emit_host(cg, e, &o, s);
+    ok = emit_host(cg, &k, e, &o, s, ld);
 out_kernel:
   if (ok) {
     cg_kernel_end(&k);

@@ -13,8 +13,13 @@
  * (row reductions) or consecutive o (column reductions) are close in memory.
  *
  * Strategies:
- *   host        for each o: acc = init; for each r: acc = f(acc, x); store.
- *               Same order as the interpreter (init applied once).
+ *   host row    (minor-most input dimension reduced) work units of whole
+ *               outputs; each row of the minor dimension reduced in 16
+ *               independent chains over consecutive elements, combined
+ *               in order (init applied once, as in the interpreter).
+ *   host column (minor-most input dimension kept) work units of up to 256
+ *               consecutive outputs, whose accumulators take each reduced
+ *               row at once (the interpreter's order per output).
  *   GPU column  (minor-most physical input dimension kept)
  *     tiled     red_n >= 64: a block of 32x32 threads per 32 consecutive
  *               output elements, 32 threads per output element each
@@ -271,18 +276,180 @@ static void store_outputs(Red *r, LLVMValueRef const *idx) {
   }
 }
 
-static bool emit_host(Red *r) {
+/*
+ * Host
+ */
+
+/* The minor-most physical dimension of the reduce's input, or -1. */
+static int input_minor_dim(const Red *r) {
+  const Shape *is = r->in_shape;
+  if (is->rank == 0) return -1;
+  const Layout *l = is->layout;
+  return l && l->rank == is->rank ? (int)l->minor_to_major[0] : is->rank - 1;
+}
+
+/* acc = reducer(acc, xs), acc being n pointers (allocas or tile slots). */
+static bool combine_at(Red *r, LLVMValueRef const *acc, LLVMValueRef const *xs) {
+  LLVMValueRef args[2 * RED_MAX_N], outs[RED_MAX_N];
+  for (int j = 0; j < r->n; j++) {
+    args[j] = LLVMBuildLoad2(r->cg->b, cg_reg_type(r->cg, r->et[j]), acc[j], "acc");
+    args[r->n + j] = xs[j];
+  }
+  if (!cg_emit_scalar_comp(r->cg, r->reducer, 2 * r->n, args, outs, r->d)) return false;
+  for (int j = 0; j < r->n; j++) LLVMBuildStore(r->cg->b, outs[j], acc[j]);
+  return true;
+}
+
+static bool operands_at(Red *r, LLVMValueRef const *idx, LLVMValueRef *xs) {
+  for (int j = 0; j < r->n; j++)
+    if (!(xs[j] = operand_at(r, j, idx))) return false;
+  return true;
+}
+
+/* Row reduction (the minor-most input dimension is reduced), work units of
+ * whole output elements.  The reduced elements of an output are walked as
+ * rows of the minor-most dimension md (outer loops over the other reduced
+ * dimensions).  A row of at least HOST_ROW_MIN elements is reduced in
+ * HOST_CHAINS independent chains over consecutive elements (chain c seeded
+ * with element c), which LLVM turns into vector operations; the running
+ * value then takes the chains in order and the rest of the row one element
+ * at a time.  So the init value is applied once, as in the interpreter,
+ * and only the association of the reducer differs. */
+enum { HOST_CHAINS = 16, HOST_ROW_MIN = 2 * HOST_CHAINS, HOST_COL_TILE = 256,
+       HOST_COL_MIN_UNITS = 8 };
+
+static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
   Codegen *cg = r->cg;
-  LLVMValueRef idx[RED_MAX_RANK];
-  CgLoop loop;
-  LLVMValueRef o = cg_loop_begin(cg, &loop, cg_const_i64(cg, 0), cg_const_i64(cg, r->out_n),
-                                 cg_const_i64(cg, 1), "o");
+  LLVMBuilderRef b = cg->b;
+  int64_t rm = r->in_shape->dims[md];
+  bool chains = rm >= HOST_ROW_MIN;
+  LLVMValueRef ch[HOST_CHAINS][RED_MAX_N];
+  if (chains)
+    for (int c = 0; c < HOST_CHAINS; c++)
+      for (int j = 0; j < r->n; j++)
+        ch[c][j] = LLVMBuildAlloca(b, cg_reg_type(cg, r->et[j]), "chain");
+  LLVMValueRef start, end, idx[RED_MAX_RANK], xs[RED_MAX_N];
+  cg_host_range(&r->k, r->out_n, r->red_n, ld, &start, &end);
+  CgLoop lo, lh, lr, lt;
+  LLVMValueRef o = cg_loop_begin(cg, &lo, start, end, cg_const_i64(cg, 1), "o");
   cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
   reset_acc(r);
-  if (!accumulate_loop(r, idx, cg_const_i64(cg, 0), 1)) return false;
+  LLVMValueRef rh = cg_loop_begin(cg, &lh, cg_const_i64(cg, 0),
+                                  cg_const_i64(cg, rm ? r->red_n / rm : 0),
+                                  cg_const_i64(cg, 1), "rh");
+  cg_split_index(cg, rh, r->nred - 1, r->red, r->in_shape->dims, idx);
+  int64_t body_end = 0;
+  if (chains) {
+    for (int c = 0; c < HOST_CHAINS; c++) {
+      idx[md] = cg_const_i64(cg, c);
+      if (!operands_at(r, idx, xs)) return false;
+      for (int j = 0; j < r->n; j++) LLVMBuildStore(b, xs[j], ch[c][j]);
+    }
+    body_end = rm / HOST_CHAINS * HOST_CHAINS;
+    LLVMValueRef rv = cg_loop_begin(cg, &lr, cg_const_i64(cg, HOST_CHAINS),
+                                    cg_const_i64(cg, body_end),
+                                    cg_const_i64(cg, HOST_CHAINS), "r");
+    for (int c = 0; c < HOST_CHAINS; c++) {
+      idx[md] = c ? LLVMBuildNUWAdd(b, rv, cg_const_i64(cg, c), "") : rv;
+      if (!operands_at(r, idx, xs) || !combine_at(r, ch[c], xs)) return false;
+    }
+    cg_loop_end(cg, &lr);
+    if (r->el) cg_elemental_clear_cache(r->el);
+    for (int c = 0; c < HOST_CHAINS; c++) {
+      for (int j = 0; j < r->n; j++)
+        xs[j] = LLVMBuildLoad2(b, cg_reg_type(cg, r->et[j]), ch[c][j], "part");
+      if (!combine_at(r, r->acc, xs)) return false;
+    }
+  }
+  /* the rest of the row, one element at a time */
+  idx[md] = cg_loop_begin(cg, &lt, cg_const_i64(cg, body_end), cg_const_i64(cg, rm),
+                          cg_const_i64(cg, 1), "rt");
+  if (!operands_at(r, idx, xs) || !combine_at(r, r->acc, xs)) return false;
+  cg_loop_end(cg, &lt);
+  if (r->el) cg_elemental_clear_cache(r->el);
+  cg_loop_end(cg, &lh);
   store_outputs(r, idx);
-  cg_loop_end(cg, &loop);
+  cg_loop_end(cg, &lo);
   return true;
+}
+
+/* Column reduction (the minor-most input dimension md is kept): a work unit
+ * is a tile of up to HOST_COL_TILE consecutive outputs along md; their
+ * accumulators live in a stack tile and every reduced row is added to the
+ * whole tile at once (an inner loop over consecutive elements, vectorized).
+ * Each output accumulates in the interpreter's order. */
+static bool emit_host_column(Red *r, LaunchDims *ld, int md) {
+  Codegen *cg = r->cg;
+  LLVMBuilderRef b = cg->b;
+  int64_t cn = r->in_shape->dims[md];
+  int64_t outer = cn ? r->out_n / cn : 0;
+  int64_t tile = HOST_COL_TILE;
+  while (tile > 16 && outer * ((cn + tile - 1) / tile) < HOST_COL_MIN_UNITS) tile /= 2;
+  if (tile > cn) tile = cn > 0 ? cn : 1;
+  int64_t tiles = (cn + tile - 1) / tile;
+  LLVMValueRef slots[RED_MAX_N];
+  LLVMTypeRef tys[RED_MAX_N];
+  for (int j = 0; j < r->n; j++) {
+    tys[j] = cg_reg_type(cg, r->et[j]);
+    slots[j] = LLVMBuildArrayAlloca(b, tys[j], cg_const_i64(cg, tile), "tile");
+  }
+  LLVMValueRef start, end, idx[RED_MAX_RANK], xs[RED_MAX_N], at[RED_MAX_N];
+  cg_host_range(&r->k, outer * tiles, r->red_n * tile, ld, &start, &end);
+  CgLoop lu, li, lr, lt, ls;
+  LLVMValueRef u = cg_loop_begin(cg, &lu, start, end, cg_const_i64(cg, 1), "u");
+  LLVMValueRef ou = LLVMBuildUDiv(b, u, cg_const_i64(cg, tiles), "ou");
+  LLVMValueRef c0 = LLVMBuildNUWMul(b, LLVMBuildURem(b, u, cg_const_i64(cg, tiles), ""),
+                                    cg_const_i64(cg, tile), "c0");
+  LLVMValueRef left = LLVMBuildSub(b, cg_const_i64(cg, cn), c0, "");
+  LLVMValueRef w = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, left,
+                                                    cg_const_i64(cg, tile), ""),
+                                   left, cg_const_i64(cg, tile), "w");
+  cg_split_index(cg, ou, r->nkept - 1, r->kept, r->in_shape->dims, idx);
+  LLVMValueRef t = cg_loop_begin(cg, &li, cg_const_i64(cg, 0), w, cg_const_i64(cg, 1), "ti");
+  for (int j = 0; j < r->n; j++)
+    LLVMBuildStore(b, r->init[j], LLVMBuildInBoundsGEP2(b, tys[j], slots[j], &t, 1, ""));
+  cg_loop_end(cg, &li);
+  LLVMValueRef rv = cg_loop_begin(cg, &lr, cg_const_i64(cg, 0), cg_const_i64(cg, r->red_n),
+                                  cg_const_i64(cg, 1), "r");
+  cg_split_index(cg, rv, r->nred, r->red, r->in_shape->dims, idx);
+  t = cg_loop_begin(cg, &lt, cg_const_i64(cg, 0), w, cg_const_i64(cg, 1), "t");
+  idx[md] = LLVMBuildNUWAdd(b, c0, t, "c");
+  for (int j = 0; j < r->n; j++)
+    at[j] = LLVMBuildInBoundsGEP2(b, tys[j], slots[j], &t, 1, "");
+  if (!operands_at(r, idx, xs) || !combine_at(r, at, xs)) return false;
+  cg_loop_end(cg, &lt);
+  if (r->el) cg_elemental_clear_cache(r->el);
+  cg_loop_end(cg, &lr);
+  t = cg_loop_begin(cg, &ls, cg_const_i64(cg, 0), w, cg_const_i64(cg, 1), "ts");
+  idx[md] = LLVMBuildNUWAdd(b, c0, t, "c");
+  for (int j = 0; j < r->n; j++)
+    LLVMBuildStore(b, LLVMBuildLoad2(b, tys[j],
+                                     LLVMBuildInBoundsGEP2(b, tys[j], slots[j], &t, 1, ""),
+                                     "v"), r->acc[j]);
+  store_outputs(r, idx);
+  cg_loop_end(cg, &ls);
+  cg_loop_end(cg, &lu);
+  return true;
+}
+
+static bool emit_host(Red *r, LaunchDims *ld) {
+  int md = input_minor_dim(r);
+  if (md >= 0 && r->nkept > 0 && r->kept[r->nkept - 1] == md)
+    return emit_host_column(r, ld, md);
+  if (md < 0 || r->nred == 0) {   /* nothing reduced: a copy through f */
+    Codegen *cg = r->cg;
+    LLVMValueRef idx[RED_MAX_RANK], start, end;
+    cg_host_range(&r->k, r->out_n, 1, ld, &start, &end);
+    CgLoop loop;
+    LLVMValueRef o = cg_loop_begin(cg, &loop, start, end, cg_const_i64(cg, 1), "o");
+    cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
+    reset_acc(r);
+    if (!accumulate_loop(r, idx, cg_const_i64(cg, 0), 1)) return false;
+    store_outputs(r, idx);
+    cg_loop_end(cg, &loop);
+    return true;
+  }
+  return emit_host_row(r, ld, md);
 }
 
 /*
@@ -560,7 +727,7 @@ bool cg_emit_reduction_kernel(Codegen *cg, const HloInstr *instr, const HloInstr
   memset(ld, 0, sizeof *ld);
   for (int j = 0; j < 3; j++) ld->grid[j] = ld->block[j] = 1;
   switch (choose(r, cg)) {
-  case RED_HOST: ok = emit_host(r); break;
+  case RED_HOST: ok = emit_host(r, ld); break;
   case RED_COLUMN: ok = emit_gpu_column(r, ld); break;
   case RED_COLUMN_TILED: ok = emit_gpu_column_tiled(r, name, ld); break;
   case RED_WARP_ROW: ok = emit_gpu_warp_row(r, ld); break;

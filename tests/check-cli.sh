@@ -175,13 +175,22 @@ e2e=testdata/e2e/elementwise_chain.hlo
 for s in buffer-assignment thunks llvm-before-optimizations llvm llvm-after-optimizations ptx artifact; do
   grep -qx -- "$s" <("$xhloc" --list-stages) && ok || bad "--list-stages lacks $s"
 done
-for o in --target --arch --libdevice; do
+for o in --target --arch --libdevice --host-cpu; do
   "$xhloc" --help | grep -qe "$o" && ok || bad "--help does not mention $o"
 done
 run --target=tpu "$e2e"
 expect "unknown target" 2 "unknown target 'tpu' (supported targets: gpu, host)"
 run --arch=gfx90a "$e2e"
 expect "bad arch" 2 "bad --arch 'gfx90a'"
+run --target=host --host-cpu=pentium4 "$e2e"
+expect "bad host cpu" 2 "bad --host-cpu 'pentium4' (want native, x86-64,"
+for c in native x86-64 x86-64-v2; do
+  run --target=host --host-cpu=$c -o "$t/hc" "$e2e"
+  expect "host cpu $c" 0
+  grep -qa "^host-cpu [0-9]*:" "$t/hc.thunks" && ok || bad "host cpu $c: no host-cpu line"
+done
+grep -qa "^host-cpu 9:x86-64-v2 [0-9]*:cmov,.*,sse4.2,popcnt$" "$t/hc.thunks" && ok ||
+  bad "host cpu x86-64-v2: its features are not recorded"
 run --stage=artifact "$e2e"
 expect "artifact without -o" 2 "--stage=artifact needs -o PREFIX"
 run --stage=ptx --libdevice="$t/no-libdevice.bc" "$e2e"

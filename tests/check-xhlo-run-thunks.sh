@@ -7,7 +7,8 @@
 # .thunks files, a missing or mismatched kernel file, wrong inputs, a
 # platform that does not fit the target, usage errors (exit 2), and
 # --platform=cuda: on a machine without a GPU a one-line error naming the
-# driver or device (exit 1), on one with a GPU the right results.  The CUDA
+# driver or device (exit 1), on one with a GPU the right results.  Host
+# kernels' work units run on 1 to 5 threads with the same bits.  The CUDA
 # platform's driver calls are also run against a mock libcuda.so.1 built
 # here, so they are exercised on every machine.  When xhloc is built, an
 # artifact it writes (a while loop) runs too.
@@ -60,18 +61,21 @@ done
 
 # ---- kernels ---------------------------------------------------------------
 cat >"$tmp/k.c" <<'EOF'
+#include <stdint.h>
 #include <string.h>
-void add4(void **a) {
+/* host kernels: void name(void **args, int64_t lo, int64_t hi) computes
+ * work units [lo, hi); add4 has one unit per element, the others one */
+void add4(void **a, int64_t lo, int64_t hi) {
   float *x = a[0], *y = a[1], *o = a[2];
-  for (int i = 0; i < 4; i++) o[i] = x[i] + y[i];
+  for (int64_t i = lo; i < hi; i++) o[i] = x[i] + y[i];
 }
-void copy24(void **a) { memcpy(a[1], a[0], 24); }
-void lt(void **a) {
+void copy24(void **a, int64_t lo, int64_t hi) { memcpy(a[1], a[0], 24); }
+void lt(void **a, int64_t lo, int64_t hi) {
   int *c = a[0], *n = a[1];
   unsigned char *p = a[2];
   *p = *c < *n;
 }
-void inc(void **a) { int *c = a[0], *o = a[1]; *o = *c + 1; }
+void inc(void **a, int64_t lo, int64_t hi) { int *c = a[0], *o = a[1]; *o = *c + 1; }
 EOF
 if ! ${CC:-cc} -shared -fPIC -O1 -o "$tmp/k.so" "$tmp/k.c"; then
   echo "check-xhlo-run-thunks: FAIL: cannot compile the test kernels with ${CC:-cc}"
@@ -230,6 +234,16 @@ done
 
 # ---- refusals: the files ----------------------------------------------------------
 expect "missing file" 1 "$tmp/nope.thunks" -- "$run" "$tmp/nope.thunks" --random-inputs
+make_art needcpu host needcpu
+expect "cpu lacks a feature" 1 "features xhlo-test-feature this CPU lacks" -- \
+  "$run" "$tmp/needcpu.thunks" --random-inputs
+# the add's 4 work units on 1 to 3 threads (XHLO_NUM_THREADS or --threads)
+for t in 1 2 3; do
+  expect "add on $t threads" 0 "" -- "$run" "$A" "${in2[@]}" --threads=$t \
+    "--expected-output=4xf32=11 22 33 44.5" --quiet
+  expect "add on XHLO_NUM_THREADS=$t" 0 "" -- env XHLO_NUM_THREADS=$t "$run" "$A" \
+    "${in2[@]}" "--expected-output=4xf32=11 22 33 44.5" --quiet
+done
 for kind in corrupt trunc nokernel badkernel; do make_art add host $kind; done
 size=$(wc -c <"$tmp/corrupt.thunks")
 python3 - "$tmp/corrupt.thunks" <<'EOF'
@@ -457,6 +471,58 @@ EOF
       "$run" "$tmp/wl.thunks" --random-inputs --compare --quiet
     expect "xhloc loop profile" 0 "while" -- "$run" "$tmp/wl.thunks" --random-inputs \
       --profile --quiet
+    # thread-count independence: kernels of many work units (a loop
+    # kernel, row and column reductions, a fused softmax) give the same
+    # bits on 1, 2 and 5 threads, and agree with the interpreter
+    cat >"$tmp/par.hlo" <<'EOF'
+HloModule par
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+
+ENTRY e {
+  x = f32[300,517] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[300] reduce(x, ninf), dimensions={1}, to_apply=max
+  mb = f32[300,517] broadcast(mx), dimensions={0}
+  d = f32[300,517] subtract(x, mb)
+  e = f32[300,517] exponential(d)
+  z = f32[] constant(0)
+  s = f32[300] reduce(e, z), dimensions={1}, to_apply=add
+  sb = f32[300,517] broadcast(s), dimensions={0}
+  sm = f32[300,517] divide(e, sb)
+  cs = f32[517] reduce(x, z), dimensions={0}, to_apply=add
+  t = f32[517,300] transpose(sm), dimensions={1,0}
+  ROOT r = (f32[300,517], f32[517], f32[517,300]) tuple(sm, cs, t)
+}
+EOF
+    if "$bin/xhloc" --target=host -o "$tmp/par" "$tmp/par.hlo" >"$tmp/xhloc.out" 2>&1; then
+      ok
+      for t in 1 2 5; do
+        expect "threads=$t run" 0 "" -- "$run" "$tmp/par.thunks" --random-inputs --threads=$t \
+          "--output=@$tmp/par$t.0.bin" "--output=@$tmp/par$t.1.bin" "--output=@$tmp/par$t.2.bin" --quiet
+      done
+      for t in 2 5; do
+        for k in 0 1 2; do
+          if cmp -s "$tmp/par1.$k.bin" "$tmp/par$t.$k.bin"; then ok; else
+            bad "output $k on $t threads differs from 1 thread"; fi
+        done
+      done
+      expect "threads compare" 0 ": ok" -- "$run" "$tmp/par.thunks" --random-inputs --threads=3 \
+        --compare --quiet
+    else
+      bad "xhloc --target=host -o failed on par.hlo"
+      head -n 4 "$tmp/xhloc.out" | sed 's/^/    /'
+    fi
   else
     bad "xhloc --target=host -o failed on a while loop"
     head -n 4 "$tmp/xhloc.out" | sed 's/^/    /'

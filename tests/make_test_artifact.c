@@ -8,7 +8,8 @@
  * file that must already be there (PREFIX.host.so or PREFIX.ptx; its
  * checksum goes into the artifact).  The kernels are the test's own
  * (check-xhlo-run-thunks.sh writes them in C and PTX):
- *   add4(a, b, out)      out = a + b, f32[4]
+ *   add4(a, b, out)      out = a + b, f32[4] (host: 4 work units, one per
+ *                        element; the other host kernels have one)
  *   copy24(in, out)      copies 24 bytes
  *   lt(c, n, pred)       pred = c < n, s32 scalars
  *   inc(c, out)          out = c + 1
@@ -20,6 +21,7 @@
  *   layout  a column-major f32[2,3]{0,1} parameter transposed to f32[3,2]
  *           (the kernel copies bytes; the layouts do the transposing)
  *   tuple   (p, broadcast(1.5)) for an f32[4] p: a copy and a memset
+ *   needcpu the add, recorded as needing a CPU feature no CPU has
  * Exit 0, or 1 with a message.
  */
 #include <stdio.h>
@@ -81,7 +83,11 @@ static void kernel(ThunkSeq *s, const char *name, int threads, int nargs,
   t->written = ARENA_ARRAY(A->arena, bool, nargs);
   t->written[nargs - 1] = true;
   for (int k = 0; k < 3; k++) t->grid[k] = t->block[k] = 1;
-  t->block[0] = (uint32_t)threads;
+  /* a GPU thread per element, or a host work unit per element */
+  if (strcmp(A->target, "host") == 0)
+    t->grid[0] = (uint32_t)threads;
+  else
+    t->block[0] = (uint32_t)threads;
 }
 
 static const char add_hlo[] =
@@ -110,13 +116,16 @@ static const char tuple_hlo[] =
   "  b = f32[4] broadcast(c), dimensions={}\n  ROOT t = (f32[4], f32[4]) tuple(p, b)\n}\n";
 
 static bool build(const char *kind) {
-  if (strcmp(kind, "add") == 0 || strcmp(kind, "badsub") == 0) {
+  if (strcmp(kind, "add") == 0 || strcmp(kind, "badsub") == 0 ||
+      strcmp(kind, "needcpu") == 0) {
     A->result_shape = "f32[4]{0}";
     int a = param("f32[4]{0}", 16), b = param("f32[4]{0}", 16);
     int o = add_alloc(16, 0);
     kernel(&A->entry, "add4", 4, 3, (BufSlice[]){sl(a, 0, 16), sl(b, 0, 16), sl(o, 0, 16)});
     output(sl(o, 0, 16), "f32[4]{0}");
-    A->original_hlo = (char *)(kind[0] == 'a' ? add_hlo : sub_hlo);
+    A->original_hlo = (char *)(kind[0] == 'b' ? sub_hlo : add_hlo);
+    if (kind[0] == 'n')           /* a feature no CPU has */
+      A->host_features = "sse2,xhlo-test-feature";
   } else if (strcmp(kind, "loop") == 0) {
     A->result_shape = "s32[]";
     int n = param("s32[]", 4);
@@ -184,6 +193,10 @@ int main(int argc, char **argv) {
   A->entry.thunks = ARENA_ARRAY(A->arena, Thunk, 8);
   A->module_name = (char *)kind;
   A->target = (char *)target;
+  if (strcmp(target, "host") == 0) {
+    A->host_cpu = "x86-64";
+    A->host_features = "";
+  }
   if (!build(kind)) return 1;
 
   bool host = strcmp(target, "host") == 0;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../lib/runtime/host_cpu.h"
 #include "../../lib/runtime/platform.h"
 #include "xhlo_run.h"
 
@@ -224,7 +225,19 @@ static const char *pick_platform(const RunOpts *o, const Artifact *a, const char
             "--platform=host, or compile it with xhloc --target=sm_90\n", path, a->kernel_file);
     return NULL;
   }
-  if (strcmp(p, "host") == 0 && !gpu) return p;
+  if (strcmp(p, "host") == 0 && !gpu) {
+    StrBuf missing;
+    sb_init(&missing);
+    bool ok = host_cpu_has(a->host_features ? a->host_features : "", &missing);
+    if (!ok)
+      fprintf(stderr, "xhlo-run: %s was compiled for the host CPU %s, whose "
+              "features %s this CPU lacks: compile it with xhloc --target=host "
+              "--host-cpu=native on this machine, or with a portable level "
+              "(--host-cpu=x86-64-v2, x86-64-v3, ...)\n", path,
+              a->host_cpu ? a->host_cpu : "?", missing.s);
+    sb_free(&missing);
+    return ok ? p : NULL;
+  }
   if (strcmp(p, "host") == 0) {
     fprintf(stderr, "xhlo-run: %s was compiled for %s (PTX kernels in %s): run it with "
             "--platform=cuda, or compile it with xhloc --target=host\n", path, a->target,

@@ -82,11 +82,17 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
   co.target = o->host ? CG_TARGET_HOST : CG_TARGET_NVPTX;
   co.arch = o->arch;
   co.libdevice = o->libdevice;
+  co.host_cpu = o->host_cpu;
   ok = (cg = codegen_new(m->name, &co, d)) != NULL &&
        (a = thunks_emit(m, ba, cg, original_hlo, d)) != NULL;
   if (!ok)
     goto done;
   a->target = arena_strdup(a->arena, o->host ? "host" : o->arch);
+  if (o->host) {
+    const char *features;
+    a->host_cpu = arena_strdup(a->arena, codegen_host_cpu(cg, &features));
+    a->host_features = arena_strdup(a->arena, features);
+  }
   if (stage == STAGE_THUNKS || o->dump_to) {
     sb_clear(&text);
     artifact_print_thunks(&text, a);

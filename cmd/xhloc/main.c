@@ -17,6 +17,7 @@
  * file:line:col: error: ..., the line and a caret), 2 a usage error.
  */
 #include "../../lib/analysis/indexing.h"
+#include "../../lib/runtime/host_cpu.h"
 #include "xhloc.h"
 
 #include <getopt.h>
@@ -81,6 +82,13 @@ static const char usage_text[] =
     "      --arch=SM         the GPU architecture of the PTX (default sm_90)\n"
     "      --libdevice=PATH  CUDA's libdevice bitcode (default\n"
     "                        $CUDA_HOME/nvvm/libdevice/libdevice.10.bc)\n"
+    "      --host-cpu=CPU    --target=host: the x86-64 CPU the kernels are\n"
+    "                        built for: native (this machine's CPU and\n"
+    "                        features, the default) or a psABI level for a\n"
+    "                        portable artifact: x86-64, x86-64-v2, x86-64-v3\n"
+    "                        (AVX2, FMA), x86-64-v4 (AVX-512).  The thunk\n"
+    "                        file records the features; xhlo-run refuses to\n"
+    "                        run it on a CPU that lacks one\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
     "                        always split on '// -----' lines\n"
@@ -167,6 +175,7 @@ enum {
   OPT_INPUT_TO_OUTPUT,
   OPT_TARGET,
   OPT_ARCH,
+  OPT_HOST_CPU,
   OPT_LIBDEVICE,
 };
 
@@ -190,6 +199,7 @@ static const struct option long_options[] = {
     {"input-to-output", no_argument, NULL, OPT_INPUT_TO_OUTPUT},
     {"target", required_argument, NULL, OPT_TARGET},
     {"arch", required_argument, NULL, OPT_ARCH},
+    {"host-cpu", required_argument, NULL, OPT_HOST_CPU},
     {"libdevice", required_argument, NULL, OPT_LIBDEVICE},
     {NULL, 0, NULL, 0},
 };
@@ -255,6 +265,12 @@ static int parse_options(int argc, char **argv) {
     case OPT_INPUT_TO_OUTPUT: opt_input_to_output = true; break;
     case OPT_TARGET: set_target(optarg); break;
     case OPT_ARCH: set_arch(optarg); break;
+    case OPT_HOST_CPU:
+      if (strcmp(optarg, "native") != 0 && !host_cpu_level_features(optarg))
+        usage_error("bad --host-cpu '%s' (want native, x86-64, x86-64-v2, "
+                    "x86-64-v3 or x86-64-v4)", optarg);
+      opt_backend.host_cpu = optarg;
+      break;
     case OPT_LIBDEVICE: opt_backend.libdevice = optarg; break;
     case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);
     case '?':

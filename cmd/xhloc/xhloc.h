@@ -62,6 +62,7 @@ typedef struct BackendOptions {
   bool host;                      /* --target=host */
   const char *arch;               /* --arch (default sm_90) */
   const char *libdevice;          /* --libdevice; NULL: the default */
+  const char *host_cpu;           /* --host-cpu; NULL: native */
   const char *dump_to;            /* --dump-to */
   int module_id;                  /* NNNN of the dumps */
   const char *prefix;             /* STAGE_ARTIFACT: -o PREFIX */

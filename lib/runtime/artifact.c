@@ -411,6 +411,9 @@ static void put_flags(StrBuf *b, unsigned f) {
 void artifact_describe(StrBuf *b, const Artifact *a) {
   sb_printf(b, "module: %s\n", a->module_name ? a->module_name : "?");
   sb_printf(b, "target: %s\n", a->target ? a->target : "?");
+  if (a->host_cpu)
+    sb_printf(b, "host cpu: %s (features %s)\n", a->host_cpu,
+              a->host_features && *a->host_features ? a->host_features : "-");
   sb_printf(b, "kernel file: %s (checksum %016llx)\n",
             a->kernel_file ? a->kernel_file : "?",
             (unsigned long long)a->kernel_checksum);

@@ -1,8 +1,11 @@
 /*
  * platform_host.c - the host platform: device memory is aligned host memory,
- * kernels are `void name(void **args)` functions of PREFIX.host.so, opened
- * with dlopen and called one after another on this thread (the launch
- * dimensions are ignored: one call computes a whole kernel).
+ * kernels are `void name(void **args, int64_t lo, int64_t hi)` functions of
+ * PREFIX.host.so (emitters/codegen.h), opened with dlopen and run one after
+ * another; a kernel's grid[0] work units are spread over a thread pool
+ * (thread_pool.c: PlatformOptions.threads, else XHLO_NUM_THREADS, else one
+ * thread per CPU), the calling thread included.  Results do not depend on
+ * the number of threads: every unit computes its own part of the outputs.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -11,8 +14,9 @@
 
 #include "onednn.h"
 #include "platform.h"
+#include "thread_pool.h"
 
-typedef void (*HostKernel)(void **args);
+typedef void (*HostKernel)(void **args, int64_t lo, int64_t hi);
 
 typedef struct HostState {
   void *lib;                      /* dlopen handle */
@@ -23,7 +27,20 @@ typedef struct HostState {
   void **argbuf;
   PlatformOptions opts;           /* lib_path copied */
   OneDnn *dnn;                    /* opened by the first library call */
+  int threads;                    /* kernel threads, the caller included */
+  ThreadPool *pool;               /* started by the first parallel launch;
+                                     NULL while none or threads == 1 */
 } HostState;
+
+typedef struct HostLaunch {
+  HostKernel fn;
+  void **args;
+} HostLaunch;
+
+static void run_units(void *ctx, int64_t lo, int64_t hi) {
+  HostLaunch *l = ctx;
+  l->fn(l->args, lo, hi);
+}
 
 static bool host_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
 static bool host_err(Diag *d, const char *fmt, ...) {
@@ -122,9 +139,12 @@ static bool host_launch(Platform *p, void *kernel, int nargs, const DevPtr *args
   }
   for (int k = 0; k < nargs; k++) h->argbuf[k] = ptr(args[k]);
   h->argbuf[nargs] = NULL;
-  HostKernel fn;
-  memcpy(&fn, &kernel, sizeof fn);
-  fn(h->argbuf);
+  HostLaunch l = {NULL, h->argbuf};
+  memcpy(&l.fn, &kernel, sizeof l.fn);
+  int64_t units = grid[0] ? grid[0] : 1;
+  if (units > 1 && h->threads > 1 && !h->pool)
+    h->pool = thread_pool_new(h->threads);   /* NULL: run on this thread */
+  thread_pool_run(units > 1 ? h->pool : NULL, units, run_units, &l);
   return true;
 }
 
@@ -165,6 +185,7 @@ static void host_destroy(Platform *p) {
   free(h->marks);
   free(h->argbuf);
   onednn_close(h->dnn);
+  thread_pool_free(h->pool);
   free((char *)h->opts.lib_path);
   free(h);
 }
@@ -200,6 +221,7 @@ Platform *platform_host_new(const PlatformOptions *o, Diag *d) {
     hs->opts = *o;
     hs->opts.lib_path = o->lib_path ? xstrdup(o->lib_path) : NULL;
   }
+  hs->threads = thread_pool_default_threads(hs->opts.threads);
   p->gemm = host_gemm;
   p->conv = host_conv;
   p->alloc = host_alloc;

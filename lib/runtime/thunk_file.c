@@ -2,12 +2,16 @@
  * thunk_file.c - the artifact's file, PREFIX.thunks: writing, reading and
  * checking it, and reading the kernel file it names.
  *
- * The format (version 1) is line-oriented text with binary sections at the
+ * The format (version 2) is line-oriented text with binary sections at the
  * end, so that `head` shows what a file holds:
  *
- *   XHLO-THUNKS 1
+ *   XHLO-THUNKS 2
  *   module STR
  *   target STR
+ *   host-cpu STR STR                 (host: the CPU the kernels were built
+ *                                     for and the features they may use,
+ *                                     comma-separated (host_cpu.h); '-'
+ *                                     '-' for a GPU artifact)
  *   kernel-file STR HEX16            (the kernel file's checksum64)
  *   result-shape STR
  *   allocations N
@@ -285,6 +289,10 @@ void artifact_serialize(const Artifact *a, StrBuf *out) {
   put_str(b, a->module_name);
   sb_puts(b, "\ntarget ");
   put_str(b, a->target);
+  sb_puts(b, "\nhost-cpu ");
+  put_str(b, a->host_cpu);
+  sb_putc(b, ' ');
+  put_str(b, a->host_features);
   sb_puts(b, "\nkernel-file ");
   put_str(b, a->kernel_file);
   sb_printf(b, " %016llx\nresult-shape ",
@@ -882,7 +890,8 @@ static bool read_section(Rd *r, const char *name, const char **bytes,
 
 static bool read_body(Rd *r, Artifact *a) {
   if (!(lit(r, "module ") && str(r, &a->module_name) && lit(r, "\ntarget ") &&
-        str(r, &a->target) && lit(r, "\nkernel-file ") &&
+        str(r, &a->target) && lit(r, "\nhost-cpu ") && str(r, &a->host_cpu) &&
+        lit(r, " ") && str(r, &a->host_features) && lit(r, "\nkernel-file ") &&
         str(r, &a->kernel_file) && lit(r, " ") &&
         hex64(r, &a->kernel_checksum) && lit(r, "\nresult-shape ") &&
         str(r, &a->result_shape) && lit(r, "\nallocations ") &&

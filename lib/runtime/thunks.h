@@ -28,7 +28,7 @@
 #include "libcall.h"
 
 #define THUNK_FILE_MAGIC "XHLO-THUNKS"
-#define THUNK_FILE_VERSION 1
+#define THUNK_FILE_VERSION 2
 
 /* A byte range of one allocation (XLA's BufferAllocation::Slice). */
 typedef struct BufSlice {
@@ -129,6 +129,11 @@ typedef struct Artifact {
   Arena *arena;                   /* owns everything below */
   char *module_name;
   char *target;                   /* "sm_90" (PTX kernels) or "host" */
+  char *host_cpu;                 /* host: the CPU the kernels were built
+                                     for ("skylake", "x86-64-v3"); NULL on
+                                     the GPU */
+  char *host_features;            /* host: the features they may use, comma-
+                                     separated (host_cpu.h); NULL on the GPU */
   char *kernel_file;              /* file name of the kernels, beside the
                                      .thunks file: "PREFIX.ptx" /
                                      "PREFIX.host.so" (no directory) */

@@ -134,9 +134,12 @@ CGT_UNUSED static void run_host(const char *name, const HloInstr *ki, void **buf
   codegen_free(cg);
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   cr_assert(h, "dlopen: %s", dlerror());
-  void (*fn)(void **) = (void (*)(void **))dlsym(h, "kern");
+  void (*fn)(void **, int64_t, int64_t) =
+      (void (*)(void **, int64_t, int64_t))dlsym(h, "kern");
   cr_assert(fn, "dlsym kern");
-  fn(bufs);
+  /* the work units one at a time, last first (each unit is independent) */
+  for (int64_t u = ld.grid[0]; u-- > 0;)
+    fn(bufs, u, u + 1);
   dlclose(h);
 }
 

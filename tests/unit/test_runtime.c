@@ -7,7 +7,8 @@
  * kernel the file lacks, a slice outside its allocation).
  *
  * Artifacts are built in memory; the kernels are C functions with the host
- * calling convention (void name(void **args)) compiled here into a shared
+ * calling convention (void name(void **args, int64_t lo, int64_t hi), one
+ * work unit each) compiled here into a shared
  * object with `cc -shared -fPIC`.  Expected values are worked out by hand.
  */
 #include <criterion/criterion.h>
@@ -21,14 +22,15 @@
 #include "../../lib/runtime/platform.h"
 
 static const char kernels_c[] =
+  "#include <stdint.h>\n"
   "#include <string.h>\n"
-  "void add4(void **a) { float *x = a[0], *y = a[1], *o = a[2];\n"
+  "void add4(void **a, int64_t lo, int64_t hi) { float *x = a[0], *y = a[1], *o = a[2];\n"
   "  for (int i = 0; i < 4; i++) o[i] = x[i] + y[i]; }\n"
-  "void copy24(void **a) { memcpy(a[1], a[0], 24); }\n"
-  "void lt(void **a) { int *c = a[0], *n = a[1]; unsigned char *p = a[2];\n"
-  "  *p = *c < *n; }\n"
-  "void inc(void **a) { int *c = a[0], *o = a[1]; *o = *c + 1; }\n"
-  "void dbl4(void **a) { float *x = a[0], *o = a[1];\n"
+  "void copy24(void **a, int64_t lo, int64_t hi) { memcpy(a[1], a[0], 24); }\n"
+  "void lt(void **a, int64_t lo, int64_t hi) { int *c = a[0], *n = a[1];\n"
+  "  unsigned char *p = a[2]; *p = *c < *n; }\n"
+  "void inc(void **a, int64_t lo, int64_t hi) { int *c = a[0], *o = a[1]; *o = *c + 1; }\n"
+  "void dbl4(void **a, int64_t lo, int64_t hi) { float *x = a[0], *o = a[1];\n"
   "  for (int i = 0; i < 4; i++) o[i] = 2 * x[i]; }\n";
 
 static char Dir[64];
