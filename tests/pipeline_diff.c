@@ -3,7 +3,8 @@
  * checked against the interpreter.
  *
  *   pipeline_diff [--mem-budget BYTES] [--time-budget SECONDS] [--seed N]
- *                 [--run-passes A,B,...] [--verbose] [--only SUBSTRING] DIR...
+ *                 [--run-passes A,B,...] [--verbose] [--only SUBSTRING]
+ *                 [--all-checked] DIR...
  *
  * For each DIR/ *.hlo (name order, directories in turn) a child process parses and verifies the
  * file twice, runs the default pipeline (or the --run-passes list; the
@@ -27,7 +28,8 @@
  *               differ, or the child crashed or hit the hard timeout
  *
  * Ends with the counts and "N passed, N failed" (passed = checked +
- * unchecked + skipped); exits 1 when anything failed.
+ * unchecked + skipped; with --all-checked, unchecked and skipped modules
+ * count as failed); exits 1 when anything failed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +50,7 @@ typedef struct Opts {
   bool verbose;
   const char *only;
   const char *run_passes;         /* NULL: the default pipeline */
+  bool all_checked;               /* unchecked or skipped is a failure */
 } Opts;
 
 static int cmp_str(const void *a, const void *b) {
@@ -303,6 +306,8 @@ int main(int argc, char **argv) {
       o.seed = strtoull(argv[++k], NULL, 0);
     else if (strcmp(argv[k], "--verbose") == 0)
       o.verbose = true;
+    else if (strcmp(argv[k], "--all-checked") == 0)
+      o.all_checked = true;
     else if (strcmp(argv[k], "--only") == 0 && k + 1 < argc)
       o.only = argv[++k];
     else if (strcmp(argv[k], "--run-passes") == 0 && k + 1 < argc)
@@ -312,7 +317,7 @@ int main(int argc, char **argv) {
     else {
       fprintf(stderr, "usage: pipeline_diff [--mem-budget B] [--time-budget S] "
                       "[--seed N] [--run-passes A,B] [--verbose] [--only SUB] "
-                      "DIR...\n");
+                      "[--all-checked] DIR...\n");
       return 2;
     }
   }
@@ -380,9 +385,9 @@ int main(int argc, char **argv) {
         n_checked++;
       } else if (strcmp(line, "RNG") == 0) {
         n_rng++;
-      } else if (strncmp(line, "UNCHECKED", 9) == 0) {
+      } else if (strncmp(line, "UNCHECKED", 9) == 0 && !o.all_checked) {
         n_unchecked++;
-      } else if (strncmp(line, "SKIPPED", 7) == 0) {
+      } else if (strncmp(line, "SKIPPED", 7) == 0 && !o.all_checked) {
         n_skip++;
       } else {
         n_fail++;
