@@ -44,8 +44,8 @@
  *     (floating-point add and multiply count as associative, as in XLA): a
  *     single add, multiply, maximum, minimum, and, or or xor of its two
  *     parameters, or JAX's log-add-exp;
- *   - the init value is the reducer's identity (a constant 0 for add, or
- *     and xor, 1 for multiply, -inf for log-add-exp), or the reducer is
+ *   - the init value is the reducer's identity (a constant 0 for add and
+ *     xor, 1 for multiply, -inf for log-add-exp), or the reducer is
  *     idempotent (maximum, minimum, and, or), where a repeated init value
  *     changes nothing.
  * Everything else is left as it is.  XLA's other rewrite, of rank-1
@@ -68,7 +68,7 @@ typedef struct Scan {
   HloComp *c;                     /* where the scan is built */
   HloComp *f;                     /* the reducer */
   HloInstr *init;                 /* its scalar init value */
-  bool reverse;                   /* suffix scan (padding at the high end) */
+  bool reverse;                   /* a suffix scan (reverse=True) */
 } Scan;
 
 /* Strides and dilations of 0 were not given: they mean 1. */
@@ -365,6 +365,12 @@ static HloInstr *blocked_scan(Scan *s, HloInstr *x, int d) {
   return padded != n ? slice_dim(s, flat, d, 0, n) : flat;
 }
 
+/* Padding dimension d of s to whole blocks cannot overflow its sizes. */
+static bool padding_fits(const Shape *s, int d) {
+  int64_t n = shape_elements(s);
+  return n >= 0 && n <= INT64_MAX / 2 && s->dims[d] <= INT64_MAX / 2;
+}
+
 /* Rewrites reduce-window i of c when it is a scan; returns whether. */
 static bool rewrite(IrEdit *e, HloComp *c, HloInstr *i) {
   if (i->nops != 2 || i->ncalled != 1 || !shape_is_array(i->shape))
@@ -373,6 +379,7 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *i) {
   bool reverse = false, exclusive = false;
   int d = scan_dim(i, &reverse, &exclusive);
   if (d < 0 || x->shape->rank >= 63 || x->shape->dims[d] <= SCAN_BASE ||
+      !padding_fits(x->shape, d) ||
       !shape_is_scalar(init->shape) || init->shape->et != x->shape->et ||
       i->shape->et != x->shape->et ||
       !reducer_ok(i->called[0], x->shape->et, init))
