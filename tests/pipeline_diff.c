@@ -13,7 +13,8 @@
  * copies in the interpreter on the same deterministic random inputs (index
  * operands in range) and compares the outputs: integers and pred exactly,
  * floats within a tight tolerance (relative to each result's largest
- * magnitude where a pass reassociated sums: see `reassociating`).  Every module ends as one of:
+ * magnitude where a pass reassociated sums: see `reassociating`).  Every
+ * module ends as one of:
  *
  *   checked     the pipeline ran and both runs agree
  *   rng         the module uses `rng`: rng-expander replaces it by XLA's
