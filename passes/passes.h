@@ -133,6 +133,7 @@ bool pass_logistic_expander(HloModule *m, PassContext *ctx);
 bool pass_map_inline(HloModule *m, PassContext *ctx);
 bool pass_optimization_barrier_expander(HloModule *m, PassContext *ctx);
 bool pass_priority_fusion(HloModule *m, PassContext *ctx);
+bool pass_reduce_window_rewriter(HloModule *m, PassContext *ctx);
 bool pass_reshape_mover(HloModule *m, PassContext *ctx);
 bool pass_rng_expander(HloModule *m, PassContext *ctx);
 bool pass_slice_sinker(HloModule *m, PassContext *ctx);

@@ -7,7 +7,10 @@
  *   pre-spmd-partitioner   flatten-call-graph, call-inliner,
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
- *   optimization           expanders and legalizations, then
+ *   optimization           expanders and legalizations, and
+ *                          reduce-window-rewriter (scans to blocked scans;
+ *                          XLA runs it to a fixed point, ours finishes in
+ *                          one run), then
  *     simplification       (fixed point) the algebraic simplifier and its
  *                          companions, cse and dce
  *     simplification-2     (fixed point) convert-mover, algsimp
@@ -70,6 +73,7 @@ static const PipelineStep optimization_steps[] = {
     PASS("batchnorm_expander"),
     PASS("logistic-expander"),
     PASS("conditional-canonicalizer"),
+    PASS("reduce-window-rewriter"),
     SUB(simplification),
     SUB(simplification2),
     PASS("computation-deduplicator"),

@@ -34,6 +34,7 @@ static const Pass registry[] = {
     {"map-inline", pass_map_inline},
     {"optimization-barrier-expander", pass_optimization_barrier_expander},
     {"priority-fusion", pass_priority_fusion},
+    {"reduce-window-rewriter", pass_reduce_window_rewriter},
     {"reshape-mover", pass_reshape_mover},
     {"rng-expander", pass_rng_expander},
     {"slice-sinker", pass_slice_sinker},

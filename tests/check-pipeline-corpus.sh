@@ -8,7 +8,9 @@
 #     the same random inputs: outputs must agree (integers exactly, floats
 #     within a tight tolerance).  It prints how many modules were checked.
 #     The passes outside the default pipeline get the same check on the
-#     pass tests.
+#     pass tests, and the JAX scans of testdata/scans (cumsum, cumprod,
+#     cummax, ..., which reduce-window-rewriter turns into blocked scans)
+#     get it with a larger interpreter budget: every one must be checked.
 #  2. `xhloc --stage=hlo --dump-to=DIR --dump-pass-re='.*'` on real models
 #     (a JAX MLP and an LLM inference step from the corpus): the expected
 #     dump files appear and every one of them parses again.
@@ -59,6 +61,33 @@ else
   echo "check-pipeline-corpus: FAIL: pipeline_diff gave no summary"
   failed=$((failed + 1))
 fi
+
+# 1c. The scans: the original's O(n^2) reduce-window on the interpreter
+# takes a few seconds for the longest (20000 elements).
+"$testbin/pipeline_diff" --time-budget 20 --all-checked testdata/scans \
+  | tee "$tmp/diff3.log"
+line=$(tail -n 1 "$tmp/diff3.log")
+if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+  passed=$((passed + BASH_REMATCH[1]))
+  failed=$((failed + BASH_REMATCH[2]))
+else
+  echo "check-pipeline-corpus: FAIL: pipeline_diff gave no summary"
+  failed=$((failed + 1))
+fi
+
+# ... and the rewrite took each of them: no window longer than 16 is left.
+for f in testdata/scans/*.hlo; do
+  if ! "$bin/xhloc" --stage=hlo "$f" > "$tmp/scan.hlo" 2> "$tmp/err"; then
+    echo "FAIL: $f: xhloc failed: $(head -c 400 "$tmp/err")"
+    failed=$((failed + 1))
+  elif grep -Eq 'size=([0-9]+x)*(1[7-9]|[2-9][0-9]|[0-9]{3,})[ x}]' \
+      "$tmp/scan.hlo"; then
+    echo "FAIL: $f: a scan was left as a long reduce-window"
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
+  fi
+done
 
 # 2. Dumps of real models parse again.
 models=(testdata/examples/mlp.hlo

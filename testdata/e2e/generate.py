@@ -265,6 +265,21 @@ def f(x, y):
                                preferred_element_type=jnp.float32)
 args = (jnp.ones((24, 40), jnp.bfloat16), jnp.ones((40, 16), jnp.bfloat16))
 """,
+    "cumsum": """
+def f(x):
+    return jnp.cumsum(x, axis=1)
+args = (jnp.ones((16, 1000), jnp.float32),)
+""",
+    "cumsum_reverse": """
+def f(x):
+    return jax.lax.cumsum(x, axis=0, reverse=True)
+args = (jnp.ones((300, 24), jnp.float32),)
+""",
+    "cumlogsumexp": """
+def f(x):
+    return jax.lax.cumlogsumexp(x, axis=1)
+args = (jnp.ones((4, 200), jnp.float32),)
+""",
 }
 
 RUNNER = """
