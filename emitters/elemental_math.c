@@ -95,8 +95,17 @@ static LLVMValueRef fconst(Codegen *cg, LLVMValueRef like, double v) {
 }
 
 /* MAXF / MINF of lib/eval: a NaN operand (the first one) wins. */
+static LLVMValueRef intrinsic2(Codegen *cg, const char *name, LLVMValueRef x,
+                               LLVMValueRef y);
+
+/* NaN-propagating max / min.  The host uses llvm.maximum / llvm.minimum,
+ * which LLVM's vectorizers know as reductions (they order -0 below +0,
+ * where the compare-and-select form returns the first operand of equal
+ * zeros: the result differs only in the sign of a zero). */
 static LLVMValueRef fmaxmin(Codegen *cg, bool is_max, LLVMValueRef a,
                             LLVMValueRef b) {
+  if (!cg->is_gpu)
+    return intrinsic2(cg, is_max ? "maximum" : "minimum", a, b);
   LLVMBuilderRef bl = cg->b;
   LLVMValueRef anan = LLVMBuildFCmp(bl, LLVMRealUNO, a, a, "");
   LLVMValueRef bnan = LLVMBuildFCmp(bl, LLVMRealUNO, b, b, "");

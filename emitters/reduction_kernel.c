@@ -14,9 +14,9 @@
  *
  * Strategies:
  *   host row    (minor-most input dimension reduced) work units of whole
- *               outputs; each row of the minor dimension reduced in 16
- *               independent chains over consecutive elements, combined
- *               in order (init applied once, as in the interpreter).
+ *               outputs; a loop over each row of the minor dimension with
+ *               the reducer marked reassociable, which LLVM vectorizes
+ *               (init applied once, as in the interpreter).
  *   host column (minor-most input dimension kept) work units of up to 256
  *               consecutive outputs, whose accumulators take each reduced
  *               row at once (the interpreter's order per output).
@@ -306,31 +306,32 @@ static bool operands_at(Red *r, LLVMValueRef const *idx, LLVMValueRef *xs) {
   return true;
 }
 
+/* Marks the float operations emitted into the current block after `last`
+ * (NULL: from the block's start) as reassociable, so that LLVM's loop
+ * vectorizer may split the reduction into vector lanes and combine them at
+ * the end.  The lanes start from the reducer's identity and the running
+ * value enters once, so the init value still counts once. */
+static void allow_reassoc(Codegen *cg, LLVMBasicBlockRef bb, LLVMValueRef last) {
+  if (LLVMGetInsertBlock(cg->b) != bb) return;   /* the reducer branched */
+  for (LLVMValueRef x = last ? LLVMGetNextInstruction(last) : LLVMGetFirstInstruction(bb); x;
+       x = LLVMGetNextInstruction(x))
+    if (LLVMCanValueUseFastMathFlags(x))
+      LLVMSetFastMathFlags(x, LLVMGetFastMathFlags(x) | LLVMFastMathAllowReassoc);
+}
+
 /* Row reduction (the minor-most input dimension is reduced), work units of
  * whole output elements.  The reduced elements of an output are walked as
  * rows of the minor-most dimension md (outer loops over the other reduced
- * dimensions).  A row of at least HOST_ROW_MIN elements is reduced in
- * HOST_CHAINS independent chains over consecutive elements (chain c seeded
- * with element c), which LLVM turns into vector operations; the running
- * value then takes the chains in order and the rest of the row one element
- * at a time.  So the init value is applied once, as in the interpreter,
- * and only the association of the reducer differs. */
-enum { HOST_CHAINS = 16, HOST_ROW_MIN = 2 * HOST_CHAINS, HOST_COL_TILE = 256,
-       HOST_COL_MIN_UNITS = 8 };
-
+ * dimensions) in one loop over consecutive elements whose reducer is
+ * marked reassociable: LLVM vectorizes it when the reducer is one it
+ * knows (add, multiply, min, max, and, or, ...) and leaves it in order
+ * otherwise. */
 static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
   Codegen *cg = r->cg;
-  LLVMBuilderRef b = cg->b;
   int64_t rm = r->in_shape->dims[md];
-  bool chains = rm >= HOST_ROW_MIN;
-  LLVMValueRef ch[HOST_CHAINS][RED_MAX_N];
-  if (chains)
-    for (int c = 0; c < HOST_CHAINS; c++)
-      for (int j = 0; j < r->n; j++)
-        ch[c][j] = LLVMBuildAlloca(b, cg_reg_type(cg, r->et[j]), "chain");
   LLVMValueRef start, end, idx[RED_MAX_RANK], xs[RED_MAX_N];
   cg_host_range(&r->k, r->out_n, r->red_n, ld, &start, &end);
-  CgLoop lo, lh, lr, lt;
+  CgLoop lo, lh, lt;
   LLVMValueRef o = cg_loop_begin(cg, &lo, start, end, cg_const_i64(cg, 1), "o");
   cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);
   reset_acc(r);
@@ -338,33 +339,13 @@ static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
                                   cg_const_i64(cg, rm ? r->red_n / rm : 0),
                                   cg_const_i64(cg, 1), "rh");
   cg_split_index(cg, rh, r->nred - 1, r->red, r->in_shape->dims, idx);
-  int64_t body_end = 0;
-  if (chains) {
-    for (int c = 0; c < HOST_CHAINS; c++) {
-      idx[md] = cg_const_i64(cg, c);
-      if (!operands_at(r, idx, xs)) return false;
-      for (int j = 0; j < r->n; j++) LLVMBuildStore(b, xs[j], ch[c][j]);
-    }
-    body_end = rm / HOST_CHAINS * HOST_CHAINS;
-    LLVMValueRef rv = cg_loop_begin(cg, &lr, cg_const_i64(cg, HOST_CHAINS),
-                                    cg_const_i64(cg, body_end),
-                                    cg_const_i64(cg, HOST_CHAINS), "r");
-    for (int c = 0; c < HOST_CHAINS; c++) {
-      idx[md] = c ? LLVMBuildNUWAdd(b, rv, cg_const_i64(cg, c), "") : rv;
-      if (!operands_at(r, idx, xs) || !combine_at(r, ch[c], xs)) return false;
-    }
-    cg_loop_end(cg, &lr);
-    if (r->el) cg_elemental_clear_cache(r->el);
-    for (int c = 0; c < HOST_CHAINS; c++) {
-      for (int j = 0; j < r->n; j++)
-        xs[j] = LLVMBuildLoad2(b, cg_reg_type(cg, r->et[j]), ch[c][j], "part");
-      if (!combine_at(r, r->acc, xs)) return false;
-    }
-  }
-  /* the rest of the row, one element at a time */
-  idx[md] = cg_loop_begin(cg, &lt, cg_const_i64(cg, body_end), cg_const_i64(cg, rm),
-                          cg_const_i64(cg, 1), "rt");
-  if (!operands_at(r, idx, xs) || !combine_at(r, r->acc, xs)) return false;
+  idx[md] = cg_loop_begin(cg, &lt, cg_const_i64(cg, 0), cg_const_i64(cg, rm),
+                          cg_const_i64(cg, 1), "r");
+  if (!operands_at(r, idx, xs)) return false;
+  LLVMBasicBlockRef bb = LLVMGetInsertBlock(cg->b);
+  LLVMValueRef last = LLVMGetLastInstruction(bb);
+  if (!combine_at(r, r->acc, xs)) return false;
+  allow_reassoc(cg, bb, last);
   cg_loop_end(cg, &lt);
   if (r->el) cg_elemental_clear_cache(r->el);
   cg_loop_end(cg, &lh);
@@ -372,6 +353,8 @@ static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
   cg_loop_end(cg, &lo);
   return true;
 }
+
+enum { HOST_COL_TILE = 256, HOST_COL_MIN_UNITS = 8 };
 
 /* Column reduction (the minor-most input dimension md is kept): a work unit
  * is a tile of up to HOST_COL_TILE consecutive outputs along md; their
