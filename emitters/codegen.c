@@ -543,16 +543,19 @@ static const char gpu_pipeline[] =
  * The host pipeline at O1/O2.  A host module is thousands of small
  * functions (a kernel's wrapper and body) whose only calls are libm's, and
  * what they need is the body inlined into the wrapper (its noalias
- * parameters become alias scopes), SROA, CSE, InstCombine, LICM and the
- * loop vectorizer on the innermost loops the emitters shape for it (the
- * row reductions' reassociable reducers included).  default<O2> spends
+ * parameters become alias scopes), SROA, CSE, InstCombine, LICM, the full
+ * unrolling of small constant-trip loops (a reduce-window's window: then
+ * the loop around it vectorizes, 10x on a scan's blocks) and the loop
+ * vectorizer on the innermost loops the emitters shape for it (the row
+ * reductions' reassociable reducers included).  default<O2> spends
  * about 3x as long on a training step for no measured gain; O3 still runs
  * it.
  */
 static const char host_pipeline[] =
   "inline,"
   "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,"
-  "loop-mssa(licm),loop(loop-rotate),loop-vectorize,"
+  "loop-mssa(licm),loop(loop-rotate,loop-unroll-full),"
+  "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,"
   "instcombine<no-verify-fixpoint>,simplifycfg)";
 
 static bool finalize(Codegen *cg, Diag *d) {
