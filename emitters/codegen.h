@@ -81,7 +81,8 @@ bool codegen_ptx(Codegen *cg, StrBuf *out, Diag *d);
  * separated (what the thunk file records).  NULL on NVPTX. */
 const char *codegen_host_cpu(const Codegen *cg, const char **features);
 /* Host: writes a shared object at path (optimizes first; links with the
- * system C compiler driver, `cc -shared`). */
+ * system linker, `ld -shared ... -lm -lc`, or when that is missing or fails
+ * with the C compiler driver, `cc -shared`). */
 bool codegen_host_so(Codegen *cg, const char *path, Diag *d);
 
 #endif
