@@ -175,13 +175,19 @@ e2e=testdata/e2e/elementwise_chain.hlo
 for s in buffer-assignment thunks llvm-before-optimizations llvm llvm-after-optimizations ptx artifact; do
   grep -qx -- "$s" <("$xhloc" --list-stages) && ok || bad "--list-stages lacks $s"
 done
-for o in --target --arch --libdevice; do
+for o in --target --arch --libdevice --host-math; do
   "$xhloc" --help | grep -qe "$o" && ok || bad "--help does not mention $o"
 done
 run --target=tpu "$e2e"
 expect "unknown target" 2 "unknown target 'tpu' (supported targets: gpu, host)"
 run --arch=gfx90a "$e2e"
 expect "bad arch" 2 "bad --arch 'gfx90a'"
+run --host-math=approx --target=host "$e2e"
+expect "bad host-math" 2 "unknown --host-math 'approx' (supported: fast, exact)"
+run --host-math=exact --target=host --stage=llvm "$e2e"
+expect "host-math=exact" 0
+run --host-math=fast --target=host --stage=llvm "$e2e"
+expect "host-math=fast" 0
 run --stage=artifact "$e2e"
 expect "artifact without -o" 2 "--stage=artifact needs -o PREFIX"
 run --stage=ptx --libdevice="$t/no-libdevice.bc" "$e2e"

@@ -81,6 +81,11 @@ static const char usage_text[] =
     "      --arch=SM         the GPU architecture of the PTX (default sm_90)\n"
     "      --libdevice=PATH  CUDA's libdevice bitcode (default\n"
     "                        $CUDA_HOME/nvvm/libdevice/libdevice.10.bc)\n"
+    "      --host-math=MODE  f32 exp, expm1, log, log1p, tanh, logistic, erf,\n"
+    "                        sin, cos on the host (also of f16/bf16): fast\n"
+    "                        (the default: inline polynomials that vectorize,\n"
+    "                        within 2.5 ulp, sin/cos for |x| <= 3e6; see\n"
+    "                        emitters/fast_math.c) or exact (libm calls)\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
     "                        always split on '// -----' lines\n"
@@ -168,6 +173,7 @@ enum {
   OPT_TARGET,
   OPT_ARCH,
   OPT_LIBDEVICE,
+  OPT_HOST_MATH,
 };
 
 static const struct option long_options[] = {
@@ -191,6 +197,7 @@ static const struct option long_options[] = {
     {"target", required_argument, NULL, OPT_TARGET},
     {"arch", required_argument, NULL, OPT_ARCH},
     {"libdevice", required_argument, NULL, OPT_LIBDEVICE},
+    {"host-math", required_argument, NULL, OPT_HOST_MATH},
     {NULL, 0, NULL, 0},
 };
 
@@ -227,6 +234,16 @@ static void set_arch(const char *arch) {
   opt_backend.arch = arch;
 }
 
+/* --host-math: fast (inline approximations) or exact (libm). */
+static void set_host_math(const char *mode) {
+  if (strcmp(mode, "fast") == 0)
+    opt_backend.exact_host_math = false;
+  else if (strcmp(mode, "exact") == 0)
+    opt_backend.exact_host_math = true;
+  else
+    usage_error("unknown --host-math '%s' (supported: fast, exact)", mode);
+}
+
 /* Parses the options; returns the index of the first FILE in argv. */
 static int parse_options(int argc, char **argv) {
   opterr = 0; /* we word the messages ourselves */
@@ -256,6 +273,7 @@ static int parse_options(int argc, char **argv) {
     case OPT_TARGET: set_target(optarg); break;
     case OPT_ARCH: set_arch(optarg); break;
     case OPT_LIBDEVICE: opt_backend.libdevice = optarg; break;
+    case OPT_HOST_MATH: set_host_math(optarg); break;
     case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);
     case '?':
     default:

@@ -62,6 +62,7 @@ typedef struct BackendOptions {
   bool host;                      /* --target=host */
   const char *arch;               /* --arch (default sm_90) */
   const char *libdevice;          /* --libdevice; NULL: the default */
+  bool exact_host_math;           /* --host-math=exact: libm calls */
   const char *dump_to;            /* --dump-to */
   int module_id;                  /* NNNN of the dumps */
   const char *prefix;             /* STAGE_ARTIFACT: -o PREFIX */
