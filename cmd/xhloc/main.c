@@ -84,7 +84,7 @@ static const char usage_text[] =
     "      --host-math=MODE  f32 exp, expm1, log, log1p, tanh, logistic, erf,\n"
     "                        sin, cos on the host (also of f16/bf16): fast\n"
     "                        (the default: inline polynomials that vectorize,\n"
-    "                        within 2.5 ulp, sin/cos for |x| <= 3e6; see\n"
+    "                        within 3 ulp, sin/cos for |x| <= 3e6; see\n"
     "                        emitters/fast_math.c) or exact (libm calls)\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
