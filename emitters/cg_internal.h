@@ -257,6 +257,14 @@ bool cg_emit_transpose_kernel(Codegen *cg, const HloInstr *instr,
  * the host. */
 LLVMValueRef cg_math_call(Codegen *cg, const char *fn, ElemType et,
                           int nargs, LLVMValueRef const *args);
+/*
+ * fast_math.c: branch-free f32 approximations for the host (fast_math)
+ */
+/* op (exp, expm1, log, log1p, tanh, logistic, erf, sin, cos) of an f32
+ * value x, as plain IR without calls; NULL for any other op.  The error
+ * bound of each is in fast_math.c. */
+LLVMValueRef cg_fast_math(Codegen *cg, HloOp op, LLVMValueRef x);
+
 /* XLA's max / min of two register values (floats: NaN propagates). */
 LLVMValueRef cg_emit_max(Codegen *cg, ElemType et, LLVMValueRef a,
                          LLVMValueRef b);

@@ -26,6 +26,7 @@ void codegen_options_default(CodegenOptions *o) {
   memset(o, 0, sizeof *o);
   o->target = CG_TARGET_NVPTX;
   o->opt_level = 2;
+  o->fast_math = true;
 }
 
 static const char *const known_archs[] = {

@@ -23,7 +23,8 @@
  *         to alias (a result never shares bytes with an operand).
  *
  * Math functions come from libdevice on the GPU (linked before
- * optimization, as XLA does) and from libm on the host.
+ * optimization, as XLA does) and from libm on the host, where the f32 ones
+ * are inline approximations instead when fast_math is set.
  *
  * An op or element type a kernel emitter does not support is an error in d
  * at that instruction's location, naming the op: never a wrong kernel.
@@ -46,6 +47,12 @@ typedef struct CodegenOptions {
                                      machine's CPU and features) or an
                                      x86-64 psABI level: "x86-64",
                                      "x86-64-v2", "x86-64-v3", "x86-64-v4" */
+  bool fast_math;                 /* host only: exp, log, tanh, erf, sin, ...
+                                     of f32 (and of f16/bf16, computed in
+                                     f32) as inline polynomials with the
+                                     error bounds of emitters/fast_math.c
+                                     instead of libm calls; default true.
+                                     f64 and NVPTX (libdevice) ignore it */
 } CodegenOptions;
 
 void codegen_options_default(CodegenOptions *o);

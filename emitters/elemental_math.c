@@ -2,7 +2,8 @@
  * elemental_math.c - scalar float math and conversions for the elemental
  * emitter, with XLA's semantics as lib/eval implements them: f16 and bf16
  * computed in f32 and rounded back, NaN-propagating max/min, saturating
- * float->int converts, libdevice on NVPTX and libm on the host.
+ * float->int converts, libdevice on NVPTX and libm on the host (or, for
+ * f32 compute with fast_math, the inline approximations of fast_math.c).
  */
 #include <string.h>
 
@@ -200,6 +201,11 @@ static LLVMValueRef float_unary(Codegen *cg, HloOp op, ElemType cet,
                                 LLVMValueRef x) {
   LLVMBuilderRef b = cg->b;
   const char *m = NULL;
+  if (cg->opts.fast_math && !cg->is_gpu && cet == ET_F32) {
+    LLVMValueRef r = cg_fast_math(cg, op, x);
+    if (r)
+      return r;
+  }
   switch (op) {
   case HLO_ABS: return intrinsic1(cg, "fabs", x);
   case HLO_NEGATE: return LLVMBuildFNeg(b, x, "");

@@ -175,7 +175,7 @@ e2e=testdata/e2e/elementwise_chain.hlo
 for s in buffer-assignment thunks llvm-before-optimizations llvm llvm-after-optimizations ptx artifact; do
   grep -qx -- "$s" <("$xhloc" --list-stages) && ok || bad "--list-stages lacks $s"
 done
-for o in --target --arch --libdevice --host-cpu; do
+for o in --target --arch --libdevice --host-cpu --host-math; do
   "$xhloc" --help | grep -qe "$o" && ok || bad "--help does not mention $o"
 done
 run --target=tpu "$e2e"
@@ -191,6 +191,12 @@ for c in native x86-64 x86-64-v2; do
 done
 grep -qa "^host-cpu 9:x86-64-v2 [0-9]*:cmov,.*,sse4.2,popcnt$" "$t/hc.thunks" && ok ||
   bad "host cpu x86-64-v2: its features are not recorded"
+run --host-math=approx --target=host "$e2e"
+expect "bad host-math" 2 "unknown --host-math 'approx' (supported: fast, exact)"
+run --host-math=exact --target=host --stage=llvm "$e2e"
+expect "host-math=exact" 0
+run --host-math=fast --target=host --stage=llvm "$e2e"
+expect "host-math=fast" 0
 run --stage=artifact "$e2e"
 expect "artifact without -o" 2 "--stage=artifact needs -o PREFIX"
 run --stage=ptx --libdevice="$t/no-libdevice.bc" "$e2e"

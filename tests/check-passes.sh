@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# check-passes.sh - the FileCheck tests of the HLO passes: a tiny lit.
+# check-passes.sh - the FileCheck tests of the HLO passes and of the code
+# generator's output: a tiny lit.
 #
-# Every testdata/passes/**/*.hlo holds one or more "// RUN: COMMAND" lines.
+# Every testdata/passes/**/*.hlo and testdata/codegen/**/*.hlo holds one or
+# more "// RUN: COMMAND" lines.
 # In COMMAND, %s is the test file, %t a scratch path for the test (removed
 # first), "xhloc" the xhloc under test (run with --verify-each, so the
 # verifier checks every pass), "xhlo-run" the runner next to it,
@@ -28,7 +30,7 @@ export -f not
 if [ $# -gt 0 ]; then
   tests=("$@")
 else
-  mapfile -t tests < <(find testdata/passes -name '*.hlo' | LC_ALL=C sort)
+  mapfile -t tests < <(find testdata/passes testdata/codegen -name '*.hlo' | LC_ALL=C sort)
 fi
 
 passed=0

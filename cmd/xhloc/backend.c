@@ -83,6 +83,7 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
   co.arch = o->arch;
   co.libdevice = o->libdevice;
   co.host_cpu = o->host_cpu;
+  co.fast_math = !o->exact_host_math;
   ok = (cg = codegen_new(m->name, &co, d)) != NULL &&
        (a = thunks_emit(m, ba, cg, original_hlo, d)) != NULL;
   if (!ok)

@@ -89,6 +89,11 @@ static const char usage_text[] =
     "                        (AVX2, FMA), x86-64-v4 (AVX-512).  The thunk\n"
     "                        file records the features; xhlo-run refuses to\n"
     "                        run it on a CPU that lacks one\n"
+    "      --host-math=MODE  f32 exp, expm1, log, log1p, tanh, logistic, erf,\n"
+    "                        sin, cos on the host (also of f16/bf16): fast\n"
+    "                        (the default: inline polynomials that vectorize,\n"
+    "                        within 3 ulp, sin/cos for |x| <= 3e6; see\n"
+    "                        emitters/fast_math.c) or exact (libm calls)\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
     "                        always split on '// -----' lines\n"
@@ -177,6 +182,7 @@ enum {
   OPT_ARCH,
   OPT_HOST_CPU,
   OPT_LIBDEVICE,
+  OPT_HOST_MATH,
 };
 
 static const struct option long_options[] = {
@@ -201,6 +207,7 @@ static const struct option long_options[] = {
     {"arch", required_argument, NULL, OPT_ARCH},
     {"host-cpu", required_argument, NULL, OPT_HOST_CPU},
     {"libdevice", required_argument, NULL, OPT_LIBDEVICE},
+    {"host-math", required_argument, NULL, OPT_HOST_MATH},
     {NULL, 0, NULL, 0},
 };
 
@@ -235,6 +242,16 @@ static void set_arch(const char *arch) {
   if (n < 2 || !(rest[0] == '\0' || (rest[0] == 'a' && rest[1] == '\0')))
     usage_error("bad --arch '%s' (want sm_NN, e.g. sm_90)", arch);
   opt_backend.arch = arch;
+}
+
+/* --host-math: fast (inline approximations) or exact (libm). */
+static void set_host_math(const char *mode) {
+  if (strcmp(mode, "fast") == 0)
+    opt_backend.exact_host_math = false;
+  else if (strcmp(mode, "exact") == 0)
+    opt_backend.exact_host_math = true;
+  else
+    usage_error("unknown --host-math '%s' (supported: fast, exact)", mode);
 }
 
 /* Parses the options; returns the index of the first FILE in argv. */
@@ -272,6 +289,7 @@ static int parse_options(int argc, char **argv) {
       opt_backend.host_cpu = optarg;
       break;
     case OPT_LIBDEVICE: opt_backend.libdevice = optarg; break;
+    case OPT_HOST_MATH: set_host_math(optarg); break;
     case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);
     case '?':
     default:

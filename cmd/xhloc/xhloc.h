@@ -63,6 +63,7 @@ typedef struct BackendOptions {
   const char *arch;               /* --arch (default sm_90) */
   const char *libdevice;          /* --libdevice; NULL: the default */
   const char *host_cpu;           /* --host-cpu; NULL: native */
+  bool exact_host_math;           /* --host-math=exact: libm calls */
   const char *dump_to;            /* --dump-to */
   int module_id;                  /* NNNN of the dumps */
   const char *prefix;             /* STAGE_ARTIFACT: -o PREFIX */
