@@ -14,9 +14,10 @@
  *     signed zeros, saturation).
  * The error is |got - exact| in ulps of the f32 result (subnormals: ulps of
  * 2^-149), and its maximum must stay within the bound fast_math.c
- * documents.  The same IR is also compiled by clang-19 for -march=haswell,
- * where llvm.fmuladd becomes a fused multiply-add, and checked against the
- * same bounds (skipped without clang-19 or on a CPU without FMA).
+ * documents.  Each function is compiled for --host-cpu=x86-64 (no FMA:
+ * llvm.fmuladd stays a multiply and an add) and, on a CPU with FMA and
+ * AVX2, for x86-64-v3 (fused), and both are checked against the same
+ * bounds.
  */
 #include "codegen_test_util.h"
 
@@ -52,11 +53,12 @@ static const Fn Fns[] = {
 };
 
 /* The kernel of one function: production (LLVM's x86-64 baseline, fmuladd
- * not fused) and, when it could be built, the haswell one (fused). */
-typedef void (*Kern)(void **);
+ * not fused) and, when this CPU can run it, the x86-64-v3 one (fused). */
+typedef void (*Kern)(void **, int64_t, int64_t);
 typedef struct Kernels {
   void *h[2];
   Kern k[2];
+  int64_t units[2];               /* LaunchDims.grid[0] */
   int n;
 } Kernels;
 
@@ -73,8 +75,10 @@ static Kern load(void **h, const char *so) {
   return k;
 }
 
-/* Compiles f with fast_math as given; the haswell kernel only when fast. */
-static void build_with(const Fn *f, bool fast, Kernels *ks) {
+/* Compiles f with fast_math as given for host CPU cpu into Dir/name and
+ * loads it as kernel ks->n. */
+static void build_one(const Fn *f, bool fast, const char *cpu, const char *name,
+                      Kernels *ks) {
   char text[512];
   snprintf(text, sizeof text,
            "HloModule m\n\nENTRY %%e (p: f32[%d]) -> f32[%d] {\n"
@@ -82,40 +86,33 @@ static void build_with(const Fn *f, bool fast, Kernels *ks) {
            "  ROOT %%r = f32[%d]{0} %s(%%p)\n}\n",
            N, N, N, N, f->op);
   HloModule *m = parse(text);
-  snprintf(Dir, sizeof Dir, "/tmp/xhloc-fm-XXXXXX");
-  cr_assert(mkdtemp(Dir), "mkdtemp");
   CodegenOptions o;
   codegen_options_default(&o);
   o.target = CG_TARGET_HOST;
   o.fast_math = fast;
+  o.host_cpu = cpu;
   Codegen *cg = codegen_new("fast_math_test", &o, &D);
   cr_assert(cg, "codegen_new: %s", D.msg);
   LaunchDims ld;
   cr_assert(codegen_kernel(cg, m->entry->root, "kern", &ld, &D), "kernel: %s", D.msg);
-  StrBuf ir;
-  sb_init(&ir);
-  cr_assert(codegen_llvm_ir(cg, false, &ir, &D), "ir: %s", D.msg);
-  char path[128], cmd[512];
-  snprintf(path, sizeof path, "%s/k.so", Dir);
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", Dir, name);
   cr_assert(codegen_host_so(cg, path, &D), "host so: %s", D.msg);
   codegen_free(cg);
-  ks->n = 0;
+  ks->units[ks->n] = ld.grid[0];
   ks->k[ks->n] = load(&ks->h[ks->n], path);
   ks->n++;
-  if (fast && have_clang() && cpu_has_fma()) {
-    snprintf(path, sizeof path, "%s/k.ll", Dir);
-    FILE *fp = fopen(path, "w");
-    cr_assert(fp);
-    fputs(ir.s, fp);
-    fclose(fp);
-    snprintf(cmd, sizeof cmd,
-             "clang-19 -w -O2 -march=haswell -shared -fPIC %s/k.ll -o %s/kf.so", Dir, Dir);
-    cr_assert(system(cmd) == 0, "clang-19 -march=haswell failed");
-    snprintf(path, sizeof path, "%s/kf.so", Dir);
-    ks->k[ks->n] = load(&ks->h[ks->n], path);
-    ks->n++;
-  }
-  sb_free(&ir);
+}
+
+/* Compiles f with fast_math as given: for x86-64 (no FMA: fmuladd not
+ * fused) and, when fast and this CPU can run it, for x86-64-v3 (fused). */
+static void build_with(const Fn *f, bool fast, Kernels *ks) {
+  snprintf(Dir, sizeof Dir, "/tmp/xhloc-fm-XXXXXX");
+  cr_assert(mkdtemp(Dir), "mkdtemp");
+  ks->n = 0;
+  build_one(f, fast, "x86-64", "k.so", ks);
+  if (fast && cpu_has_fma())
+    build_one(f, fast, "x86-64-v3", "kf.so", ks);
 }
 
 static void build(const Fn *f, Kernels *ks) { build_with(f, true, ks); }
@@ -195,7 +192,7 @@ static void run_chunk(const Fn *f, Kernels *ks, float *xs, int n, float *out, St
     xs[k] = 0;
   for (int v = 0; v < ks->n; v++) {
     void *args[2] = {xs, out + (size_t)v * N};
-    ks->k[v](args);
+    ks->k[v](args, 0, ks->units[v]);
   }
   for (int k = 0; k < n; k++) {
     double ref = f->ref((double)xs[k]);
@@ -245,7 +242,7 @@ static void sweep(const Fn *f) {
   if (n > 0)
     run_chunk(f, &ks, xs, n, out, st);
   for (int v = 0; v < ks.n; v++) {
-    const char *variant = v == 0 ? "x86-64" : "haswell (fused)";
+    const char *variant = v == 0 ? "x86-64" : "x86-64-v3 (fused)";
     printf("fast %-8s %-15s max %.3f ulp at %a (bound %.1f)\n", f->name, variant,
            st[v].max_ulp, st[v].worst, f->bound);
     cr_expect(st[v].nbad == 0, "%s (%s): %ld wrong results, first %s", f->name,
@@ -272,11 +269,11 @@ static void specials(const Fn *f, const Special *sp, int n) {
     xs[k] = sp[k].x;
   for (int v = 0; v < ks.n; v++) {
     void *args[2] = {xs, out};
-    ks.k[v](args);
+    ks.k[v](args, 0, ks.units[v]);
     for (int k = 0; k < n; k++) {
       bool ok = isnan(sp[k].want) ? isnan(out[k]) : to_bits(out[k]) == to_bits(sp[k].want);
       cr_expect(ok, "%s(%a) = %a, want %a (%s)", f->name, sp[k].x, out[k], sp[k].want,
-                v == 0 ? "x86-64" : "haswell");
+                v == 0 ? "x86-64" : "x86-64-v3");
     }
   }
   free(xs);
@@ -354,7 +351,7 @@ Test(fast_math, exact_calls_libm) {
   for (int k = 0; k < N; k++)
     xs[k] = from_bits((uint32_t)k * 4099u);
   void *args[2] = {xs, out};
-  ks.k[0](args);
+  ks.k[0](args, 0, ks.units[0]);
   int nbad = 0;
   for (int k = 0; k < N; k++)
     if (to_bits(out[k]) != to_bits(tanhf(xs[k])) && !(isnan(out[k]) && isnan(xs[k])))
