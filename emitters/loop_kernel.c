@@ -7,7 +7,8 @@
  * fill an H200's 132 SMs; consecutive threads on consecutive elements so
  * accesses coalesce);
  * host: rows of the minor-most physical dimension in work units of whole
- * rows (cg_host_range), a row an inner loop LLVM vectorizes.
+ * rows (cg_host_range), a row an inner loop LLVM vectorizes; a transpose
+ * in 32x32 tiles.
  * Multi-output fusions whose outputs have equal dimensions are written in
  * the same loop.
  */
@@ -18,6 +19,8 @@
 
 /* LOOP_SMS: streaming multiprocessors of the GPU we tune for (H200: 132);
  * LOOP_FILL_BLOCKS: blocks wanted before widening a thread's work. */
+enum { HOST_TILE = 32 };
+
 enum { LOOP_BLOCK = 256, LOOP_MIN_BLOCK = 64, LOOP_MAX_RANK = 64, LOOP_SMS = 132,
        LOOP_FILL_BLOCKS = 2 * LOOP_SMS };
 
@@ -148,9 +151,10 @@ static bool emit_gpu(Codegen *cg, CgElemental *e, const LoopOut *o,
 
 /* Host: rows of the minor-most physical dimension, split into work units
  * of whole rows; the inner loop walks a row's consecutive elements so that
- * LLVM vectorizes it. */
+ * LLVM vectorizes it.  A transposing fusion (cg_transpose_hero) walks its
+ * rows in square tiles instead. */
 static bool emit_host(Codegen *cg, CgKernel *k, CgElemental *e, const LoopOut *o,
-                      const Shape *s, LaunchDims *ld) {
+                      const Shape *s, bool transposing, LaunchDims *ld) {
   LLVMValueRef idx[LOOP_MAX_RANK];
   int md = minor_dim(s);
   if (md < 0)
@@ -166,18 +170,49 @@ static bool emit_host(Codegen *cg, CgKernel *k, CgElemental *e, const LoopOut *o
     if (dim != md)
       outer[nouter++] = dim;
   }
+  int64_t nrows = n / minor;
   LLVMValueRef start, end;
-  cg_host_range(k, n / minor, minor, ld, &start, &end);
   CgLoop rows, cols;
-  LLVMValueRef row = cg_loop_begin(cg, &rows, start, end, cg_const_i64(cg, 1), "row");
+  if (!transposing || nrows < 2 * HOST_TILE || minor < 2 * HOST_TILE) {
+    cg_host_range(k, nrows, minor, ld, &start, &end);
+    LLVMValueRef row = cg_loop_begin(cg, &rows, start, end, cg_const_i64(cg, 1), "row");
+    cg_split_index(cg, row, nouter, outer, s->dims, idx);
+    idx[md] = cg_loop_begin(cg, &cols, cg_const_i64(cg, 0), cg_const_i64(cg, minor),
+                            cg_const_i64(cg, 1), "col");
+    if (!emit_element(cg, e, o, idx))
+      return false;
+    cg_loop_end(cg, &cols);
+    cg_elemental_clear_cache(e);
+    cg_loop_end(cg, &rows);
+    return true;
+  }
+  /* a transpose: work units of HOST_TILE rows, walked in HOST_TILE x
+   * HOST_TILE tiles so that the operand's lines, read across the rows,
+   * are used while they are in L1 */
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef tile = cg_const_i64(cg, HOST_TILE);
+  cg_host_range(k, (nrows + HOST_TILE - 1) / HOST_TILE, HOST_TILE * minor, ld, &start, &end);
+  CgLoop blocks, chunks;
+  LLVMValueRef blk = cg_loop_begin(cg, &blocks, start, end, cg_const_i64(cg, 1), "rblock");
+  LLVMValueRef r0 = LLVMBuildNUWMul(b, blk, tile, "r0");
+  LLVMValueRef r1 = LLVMBuildNUWAdd(b, r0, tile, "");
+  r1 = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, r1, cg_const_i64(cg, nrows), ""), r1,
+                       cg_const_i64(cg, nrows), "r1");
+  LLVMValueRef c0 = cg_loop_begin(cg, &chunks, cg_const_i64(cg, 0), cg_const_i64(cg, minor),
+                                  tile, "c0");
+  LLVMValueRef c1 = LLVMBuildNUWAdd(b, c0, tile, "");
+  c1 = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, c1, cg_const_i64(cg, minor), ""), c1,
+                       cg_const_i64(cg, minor), "c1");
+  LLVMValueRef row = cg_loop_begin(cg, &rows, r0, r1, cg_const_i64(cg, 1), "row");
   cg_split_index(cg, row, nouter, outer, s->dims, idx);
-  idx[md] = cg_loop_begin(cg, &cols, cg_const_i64(cg, 0), cg_const_i64(cg, minor),
-                          cg_const_i64(cg, 1), "col");
+  idx[md] = cg_loop_begin(cg, &cols, c0, c1, cg_const_i64(cg, 1), "col");
   if (!emit_element(cg, e, o, idx))
     return false;
   cg_loop_end(cg, &cols);
   cg_elemental_clear_cache(e);
   cg_loop_end(cg, &rows);
+  cg_loop_end(cg, &chunks);
+  cg_loop_end(cg, &blocks);
   return true;
 }
 
@@ -232,7 +267,7 @@ bool cg_emit_loop_kernel(Codegen *cg, const HloInstr *instr, const char *name,
   if (cg->is_gpu)
     ok = emit_gpu(cg, e, &o, s, ld, instr, d);
   else
-    ok = emit_host(cg, &k, e, &o, s, ld);
+    ok = emit_host(cg, &k, e, &o, s, cg_transpose_hero(instr) != NULL, ld);
 out_kernel:
   if (ok) {
     cg_kernel_end(&k);

@@ -323,9 +323,9 @@ static void allow_reassoc(Codegen *cg, LLVMBasicBlockRef bb, LLVMValueRef last) 
  * whole output elements.  The reduced elements of an output are walked as
  * rows of the minor-most dimension md (outer loops over the other reduced
  * dimensions) in one loop over consecutive elements whose reducer is
- * marked reassociable: LLVM vectorizes it when the reducer is one it
- * knows (add, multiply, min, max, and, or, ...) and leaves it in order
- * otherwise. */
+ * marked reassociable (unless it works in f16, bf16 or f8): LLVM
+ * vectorizes it when the reducer is one it knows (add, multiply, min, max,
+ * and, or, ...) and leaves it in order otherwise. */
 static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
   Codegen *cg = r->cg;
   int64_t rm = r->in_shape->dims[md];
@@ -345,7 +345,12 @@ static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
   LLVMBasicBlockRef bb = LLVMGetInsertBlock(cg->b);
   LLVMValueRef last = LLVMGetLastInstruction(bb);
   if (!combine_at(r, r->acc, xs)) return false;
-  allow_reassoc(cg, bb, last);
+  /* narrow floats round at every step: their sums stay in order, or a
+   * row of f16 would drift tens of ulps away from the interpreter's */
+  bool narrow = false;
+  for (int j = 0; j < r->n; j++)
+    narrow |= et_class(r->et[j]) == ETC_FLOAT && et_bytes(r->et[j]) < 4;
+  if (!narrow) allow_reassoc(cg, bb, last);
   cg_loop_end(cg, &lt);
   if (r->el) cg_elemental_clear_cache(r->el);
   cg_loop_end(cg, &lh);

@@ -114,6 +114,27 @@ Test(codegen_transpose, odd_2d_f32) {
         true, 0);
 }
 
+/* Large enough for the host's 32x32 tiles, with partial tiles at both
+ * edges and a 3-d rotation (rows are two dimensions). */
+Test(codegen_transpose, host_tiles_2d) {
+  check("HloModule m\n\n"
+        "%f (p: f32[161,97]) -> f32[97,161] {\n"
+        "  %p = f32[161,97]{1,0} parameter(0)\n"
+        "  ROOT %t = f32[97,161]{1,0} transpose(%p), dimensions={1,0}\n"
+        "}\n\n" ENTRY1("f32[161,97]{1,0}", "f32[97,161]{1,0}"),
+        true, 0);
+}
+
+Test(codegen_transpose, host_tiles_3d) {
+  check("HloModule m\n\n"
+        "%f (p: f32[5,70,130]) -> f32[130,5,70] {\n"
+        "  %p = f32[5,70,130]{2,1,0} parameter(0)\n"
+        "  %t = f32[130,5,70]{2,1,0} transpose(%p), dimensions={2,0,1}\n"
+        "  ROOT %n = f32[130,5,70]{2,1,0} negate(%t)\n"
+        "}\n\n" ENTRY1("f32[5,70,130]{2,1,0}", "f32[130,5,70]{2,1,0}"),
+        true, 0);
+}
+
 Test(codegen_transpose, f16_2d) {
   check("HloModule m\n\n"
         "%f (p: f16[64,48]) -> f16[48,64] {\n"
