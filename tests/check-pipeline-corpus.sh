@@ -37,43 +37,36 @@ failed=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# add_summary LOG: adds the "N passed, N failed" last line of a
+# pipeline_diff log to the totals (a missing summary is a failure).
+add_summary() {
+  local line
+  line=$(tail -n 1 "$1")
+  if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1]))
+    failed=$((failed + BASH_REMATCH[2]))
+  else
+    echo "check-pipeline-corpus: FAIL: pipeline_diff gave no summary"
+    failed=$((failed + 1))
+  fi
+}
+
 # 1. Differential test.
 "$testbin/pipeline_diff" --time-budget "$budget" testdata/passes \
   testdata/passes/algsimp testdata/passes/framework "$corpus" | tee "$tmp/diff.log"
-line=$(tail -n 1 "$tmp/diff.log")
-if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-  passed=$((passed + BASH_REMATCH[1]))
-  failed=$((failed + BASH_REMATCH[2]))
-else
-  echo "check-pipeline-corpus: FAIL: pipeline_diff gave no summary"
-  failed=$((failed + 1))
-fi
+add_summary "$tmp/diff.log"
 
 # 1b. The passes the default pipeline leaves out, on the pass tests.
 extra=map-inline,while-loop-invariant-code-motion,optimization-barrier-expander,call-inliner,dce
 "$testbin/pipeline_diff" --time-budget "$budget" --run-passes "$extra" \
   testdata/passes testdata/passes/algsimp testdata/passes/framework | tee "$tmp/diff2.log"
-line=$(tail -n 1 "$tmp/diff2.log")
-if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-  passed=$((passed + BASH_REMATCH[1]))
-  failed=$((failed + BASH_REMATCH[2]))
-else
-  echo "check-pipeline-corpus: FAIL: pipeline_diff gave no summary"
-  failed=$((failed + 1))
-fi
+add_summary "$tmp/diff2.log"
 
 # 1c. The scans: the original's O(n^2) reduce-window on the interpreter
 # takes a few seconds for the longest (20000 elements).
 "$testbin/pipeline_diff" --time-budget 20 --all-checked testdata/scans \
   | tee "$tmp/diff3.log"
-line=$(tail -n 1 "$tmp/diff3.log")
-if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-  passed=$((passed + BASH_REMATCH[1]))
-  failed=$((failed + BASH_REMATCH[2]))
-else
-  echo "check-pipeline-corpus: FAIL: pipeline_diff gave no summary"
-  failed=$((failed + 1))
-fi
+add_summary "$tmp/diff3.log"
 
 # ... and the rewrite took each of them: no window longer than 16 is left.
 for f in testdata/scans/*.hlo; do

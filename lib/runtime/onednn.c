@@ -22,6 +22,7 @@
  * XHLO_NUM_THREADS, else one per core.
  */
 #include "onednn.h"
+#include "thread_pool.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -75,7 +76,7 @@ struct OneDnn {
   xdnnl_engine_t eng;
   xdnnl_stream_t strm;
   Entry *cache;
-  int threads;                    /* 0: one per core */
+  int threads;                    /* thread_pool_default_threads */
 };
 
 static const char *status_text(int s) {
@@ -125,17 +126,6 @@ static void *open_lib(const char *lib_path, StrBuf *tried) {
   return dlopen(libname(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 }
 
-static int thread_count(const PlatformOptions *o) {
-  if (o && o->threads > 0)
-    return o->threads;
-  const char *e = getenv("XHLO_NUM_THREADS");
-  if (e && *e) {
-    long v = strtol(e, NULL, 10);
-    if (v > 0 && v < 4096)
-      return (int)v;
-  }
-  return 0;
-}
 
 OneDnn *onednn_open(const PlatformOptions *o, Diag *d) {
   StrBuf tried;
@@ -165,7 +155,7 @@ OneDnn *onednn_open(const PlatformOptions *o, Diag *d) {
   }
   XDNNL_FUNCTIONS(X)
 #undef X
-  int n = thread_count(o);
+  int n = thread_pool_default_threads(o ? o->threads : 0);
   x->threads = n;
   void (*set_threads)(int) = (void (*)(int))(uintptr_t)dlsym(lib, "omp_set_num_threads");
   if (n > 0 && set_threads)
