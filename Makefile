@@ -49,6 +49,16 @@ EMIT_SRCS  := $(wildcard emitters/*.c)
 LLVM_CFLAGS = $(shell $(LLVM_CONFIG) --cflags)
 LLVM_LIBS   = $(shell $(LLVM_CONFIG) --link-shared --ldflags --libs)
 XHLOC_LDLIBS = $(if $(EMIT_SRCS),$(LLVM_LIBS)) $(LDLIBS) -ldl
+# The xhloc binary links LLVM's static libraries (llvm-19-dev ships them):
+# loading the shared libLLVM costs ~9 ms of symbol binding and relocated
+# pages at every start, a third of a small module's compile.  The test and
+# bench programs link the shared library.  XHLOC_LLVM_LINK=shared links the
+# xhloc binary against it too.
+LLVM_COMPONENTS := x86 nvptx passes bitreader linker
+XHLOC_LLVM_LINK ?= $(if $(wildcard $(shell $(LLVM_CONFIG) --libdir 2>/dev/null)/libLLVMCore.a),static,shared)
+LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --ldflags --libs $(LLVM_COMPONENTS)) \
+  -Wl,--as-needed $(shell $(LLVM_CONFIG) --link-static --system-libs) -lstdc++ -lpthread
+XHLOC_BIN_LDLIBS = $(if $(filter static,$(XHLOC_LLVM_LINK)),$(LLVM_STATIC_LIBS) $(LDLIBS) -ldl,$(XHLOC_LDLIBS))
 $(BUILD)/obj/emitters/%.o: EXTRA_CFLAGS = $(LLVM_CFLAGS)
 
 # CUDA: the runtime's CUDA platform includes the toolkit's cuda.h when there
@@ -89,6 +99,9 @@ $(BUILD)/obj/tests/unit/%.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS)
 $(BUILD)/obj/tests/unit/test_onednn.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS) \
   $(shell test -f /usr/include/oneapi/dnnl/dnnl.h && echo -DXHLO_HAVE_DNNL_H)
 
+# The linker's test makes its objects with LLVM-C.
+$(BUILD)/obj/tests/unit/test_host_link.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS) $(LLVM_CFLAGS)
+
 # libFuzzer harnesses: tests/fuzz/fuzz_X.c -> build-fuzz/bin/fuzz_X, built
 # with clang and linked with the front end (lib/support, lib/hlo), which is
 # instrumented for coverage.
@@ -122,7 +135,7 @@ $(BUILD)/obj/%.o: %.c
 
 $(BUILD)/bin/xhloc: $(XHLOC_MAIN:%.c=$(BUILD)/obj/%.o) $(XHLOC_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(XHLOC_LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) $^ -o $@ $(XHLOC_BIN_LDLIBS)
 
 $(BUILD)/bin/xhlo-run: $(RUN_MAIN:%.c=$(BUILD)/obj/%.o) $(RUN_OBJS)
 	@mkdir -p $(dir $@)
@@ -136,6 +149,7 @@ DEPS_OK = pkg-config --exists criterion 2>/dev/null && \
   command -v FileCheck-19 >/dev/null 2>&1 && \
   command -v python3 >/dev/null 2>&1 && \
   test -f /usr/include/oneapi/dnnl/dnnl.h && \
+  test -f /usr/include/zstd.h && \
   test -f "$$($(CLANG) -print-file-name=libclang_rt.fuzzer-x86_64.a)"
 
 deps:
@@ -143,7 +157,7 @@ deps:
 	  echo "make: a build or test dependency is missing; running scripts/setup.sh"; \
 	  scripts/setup.sh || exit 1; \
 	  if ! ( $(DEPS_OK) ); then \
-	    echo "make: still missing after scripts/setup.sh: need Criterion (pkg-config criterion), $(CLANG) with libFuzzer, $(LLVM_CONFIG), FileCheck-19, python3, oneDNN (libdnnl-dev)" >&2; \
+	    echo "make: still missing after scripts/setup.sh: need Criterion (pkg-config criterion), $(CLANG) with libFuzzer, $(LLVM_CONFIG), FileCheck-19, python3, oneDNN (libdnnl-dev), zstd (libzstd-dev)" >&2; \
 	    exit 1; \
 	  fi; \
 	fi

@@ -5,6 +5,7 @@
  * LLVM IR text, PTX (libdevice linked, optimized) and a host shared object.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "../lib/eval/eval.h"
 #include "../lib/runtime/host_cpu.h"
 #include "cg_internal.h"
+#include "host_link.h"
 
 extern char **environ;
 
@@ -654,14 +656,9 @@ static int spawn_wait(char *const argv[], int *st) {
   return 0;
 }
 
-bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
-  if (cg->is_gpu)
-    return diag_error(d, (Loc){0}, "codegen: a shared object asked of a GPU module");
-  if (!finalize(cg, d))
-    return false;
-  LLVMMemoryBufferRef buf;
-  if (!emit_buffer(cg, LLVMObjectFile, &buf, d))
-    return false;
+/* Links the object in buf into path with `ld -shared` (else `cc -shared`),
+ * through a temporary object file. */
+static bool system_link(const char *path, const char *bytes, size_t len, Diag *d) {
   const char *tmp = getenv("TMPDIR");
   StrBuf obj;
   sb_init(&obj);
@@ -670,13 +667,11 @@ bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
   if (fd < 0) {
     diag_error(d, (Loc){0}, "codegen: cannot create a temporary file %s: %s", obj.s,
                strerror(errno));
-    LLVMDisposeMemoryBuffer(buf);
     sb_free(&obj);
     return false;
   }
-  bool ok = write_all(fd, LLVMGetBufferStart(buf), LLVMGetBufferSize(buf));
+  bool ok = write_all(fd, bytes, len);
   ok = close(fd) == 0 && ok;
-  LLVMDisposeMemoryBuffer(buf);
   if (!ok) {
     diag_error(d, (Loc){0}, "codegen: cannot write %s: %s", obj.s, strerror(errno));
     unlink(obj.s);
@@ -684,7 +679,7 @@ bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
     return false;
   }
   /* the linker itself when there is one (the compiler driver adds ~15 ms
-   * of its own, most of a small module's compile), else the driver */
+   * of its own), else the driver */
   char *ld_argv[] = {"ld", "-shared", "-z", "noexecstack", "-o", (char *)path, obj.s,
                      "-lm", "-lc", NULL};
   char *cc_argv[] = {"cc", "-shared", "-o", (char *)path, obj.s, "-lm", NULL};
@@ -703,5 +698,35 @@ bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
   }
   unlink(obj.s);
   sb_free(&obj);
+  return ok;
+}
+
+bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
+  if (cg->is_gpu)
+    return diag_error(d, (Loc){0}, "codegen: a shared object asked of a GPU module");
+  if (!finalize(cg, d))
+    return false;
+  LLVMMemoryBufferRef buf;
+  if (!emit_buffer(cg, LLVMObjectFile, &buf, d))
+    return false;
+  const char *bytes = LLVMGetBufferStart(buf);
+  size_t len = LLVMGetBufferSize(buf);
+  bool ok;
+  unsigned char *so = NULL;
+  size_t so_len = 0;
+  char why[200];
+  /* xhloc's own linker (host_link.c) unless the system one is asked for or
+   * the object holds something it does not handle */
+  if (!cg->opts.system_linker && host_link_so(bytes, len, &so, &so_len, why, sizeof why)) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0777);
+    ok = fd >= 0 && write_all(fd, (const char *)so, so_len);
+    ok = fd >= 0 && close(fd) == 0 && ok;
+    if (!ok)
+      diag_error(d, (Loc){0}, "codegen: cannot write %s: %s", path, strerror(errno));
+    free(so);
+  } else {
+    ok = system_link(path, bytes, len, d);
+  }
+  LLVMDisposeMemoryBuffer(buf);
   return ok;
 }

@@ -53,6 +53,8 @@ typedef struct CodegenOptions {
                                      error bounds of emitters/fast_math.c
                                      instead of libm calls; default true.
                                      f64 and NVPTX (libdevice) ignore it */
+  bool system_linker;             /* host only: link PREFIX.host.so with
+                                     `ld -shared` instead of host_link.c */
 } CodegenOptions;
 
 void codegen_options_default(CodegenOptions *o);

@@ -13,7 +13,9 @@ set -eu
 # Package: what needs it.
 #   build-essential, make     the C compiler (gcc) and make
 #   pkg-config                finding Criterion's flags
-#   llvm-19-dev               LLVM-C headers and libLLVM for xhloc's emitters
+#   llvm-19-dev               LLVM-C headers and LLVM's libraries for xhloc's
+#                             emitters (xhloc links the static ones)
+#   libzstd-dev, zlib1g-dev   what LLVM's static libraries link against
 #   llvm-19-tools             FileCheck-19 for the golden tests
 #   clang-19, libclang-rt-19-dev  libFuzzer and the sanitizer runtimes
 #   libcriterion-dev          the unit-test framework
@@ -21,7 +23,7 @@ set -eu
 #                             (xhlo-run opens libdnnl.so.2 with dlopen; the
 #                             header checks its ABI in the unit tests)
 #   python3                   small test helpers
-PACKAGES="build-essential make pkg-config llvm-19-dev llvm-19-tools clang-19
+PACKAGES="build-essential make pkg-config llvm-19-dev libzstd-dev zlib1g-dev llvm-19-tools clang-19
 libclang-rt-19-dev libcriterion-dev libdnnl-dev python3"
 
 check_only=0

@@ -175,7 +175,7 @@ e2e=testdata/e2e/elementwise_chain.hlo
 for s in buffer-assignment thunks llvm-before-optimizations llvm llvm-after-optimizations ptx artifact; do
   grep -qx -- "$s" <("$xhloc" --list-stages) && ok || bad "--list-stages lacks $s"
 done
-for o in --target --arch --libdevice --host-cpu --host-math; do
+for o in --target --arch --libdevice --host-cpu --host-math --host-linker; do
   "$xhloc" --help | grep -qe "$o" && ok || bad "--help does not mention $o"
 done
 run --target=tpu "$e2e"
@@ -197,6 +197,8 @@ run --host-math=exact --target=host --stage=llvm "$e2e"
 expect "host-math=exact" 0
 run --host-math=fast --target=host --stage=llvm "$e2e"
 expect "host-math=fast" 0
+run --host-linker=gold --target=host "$e2e"
+expect "bad host-linker" 2 "unknown --host-linker 'gold' (supported: xhloc, system)"
 run --stage=artifact "$e2e"
 expect "artifact without -o" 2 "--stage=artifact needs -o PREFIX"
 run --stage=ptx --libdevice="$t/no-libdevice.bc" "$e2e"

@@ -519,6 +519,26 @@ EOF
       done
       expect "threads compare" 0 ": ok" -- "$run" "$tmp/par.thunks" --random-inputs --threads=3 \
         --compare --quiet
+      # xhloc's own linker (the default) and the system linker give
+      # kernels that compute the same bits; with exact math the kernels
+      # call libm through the PLT
+      for lk in xhloc system; do
+        if "$bin/xhloc" --target=host --host-math=exact --host-linker=$lk -o "$tmp/lk$lk" \
+          "$tmp/par.hlo" >"$tmp/xhloc.out" 2>&1; then
+          ok
+          expect "host-linker=$lk run" 0 "" -- "$run" "$tmp/lk$lk.thunks" --random-inputs \
+            "--output=@$tmp/lk$lk.0.bin" "--output=@$tmp/lk$lk.1.bin" \
+            "--output=@$tmp/lk$lk.2.bin" --quiet
+        else
+          bad "xhloc --host-linker=$lk failed on par.hlo"
+        fi
+      done
+      for k in 0 1 2; do
+        if cmp -s "$tmp/lkxhloc.$k.bin" "$tmp/lksystem.$k.bin"; then ok; else
+          bad "output $k differs between --host-linker=xhloc and system"; fi
+      done
+      if readelf -d "$tmp/lkxhloc.host.so" 2>/dev/null | grep -q "NEEDED.*libm"; then ok; else
+        bad "the xhloc-linked kernel file does not need libm"; fi
     else
       bad "xhloc --target=host -o failed on par.hlo"
       head -n 4 "$tmp/xhloc.out" | sed 's/^/    /'

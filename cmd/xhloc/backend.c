@@ -84,6 +84,7 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
   co.libdevice = o->libdevice;
   co.host_cpu = o->host_cpu;
   co.fast_math = !o->exact_host_math;
+  co.system_linker = o->system_linker;
   ok = (cg = codegen_new(m->name, &co, d)) != NULL &&
        (a = thunks_emit(m, ba, cg, original_hlo, d)) != NULL;
   if (!ok)

@@ -94,6 +94,11 @@ static const char usage_text[] =
     "                        (the default: inline polynomials that vectorize,\n"
     "                        within 3 ulp, sin/cos for |x| <= 3e6; see\n"
     "                        emitters/fast_math.c) or exact (libm calls)\n"
+    "      --host-linker=LINKER  --target=host: how PREFIX.host.so is linked:\n"
+    "                        xhloc (the default: xhloc's own linker, no\n"
+    "                        process; it falls back to the system linker for\n"
+    "                        an object it does not handle) or system (`ld\n"
+    "                        -shared`, else `cc -shared`)\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
     "                        always split on '// -----' lines\n"
@@ -183,6 +188,7 @@ enum {
   OPT_HOST_CPU,
   OPT_LIBDEVICE,
   OPT_HOST_MATH,
+  OPT_HOST_LINKER,
 };
 
 static const struct option long_options[] = {
@@ -208,6 +214,7 @@ static const struct option long_options[] = {
     {"host-cpu", required_argument, NULL, OPT_HOST_CPU},
     {"libdevice", required_argument, NULL, OPT_LIBDEVICE},
     {"host-math", required_argument, NULL, OPT_HOST_MATH},
+    {"host-linker", required_argument, NULL, OPT_HOST_LINKER},
     {NULL, 0, NULL, 0},
 };
 
@@ -290,6 +297,11 @@ static int parse_options(int argc, char **argv) {
       break;
     case OPT_LIBDEVICE: opt_backend.libdevice = optarg; break;
     case OPT_HOST_MATH: set_host_math(optarg); break;
+    case OPT_HOST_LINKER:
+      if (strcmp(optarg, "xhloc") != 0 && strcmp(optarg, "system") != 0)
+        usage_error("unknown --host-linker '%s' (supported: xhloc, system)", optarg);
+      opt_backend.system_linker = strcmp(optarg, "system") == 0;
+      break;
     case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);
     case '?':
     default:

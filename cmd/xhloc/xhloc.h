@@ -64,6 +64,7 @@ typedef struct BackendOptions {
   const char *libdevice;          /* --libdevice; NULL: the default */
   const char *host_cpu;           /* --host-cpu; NULL: native */
   bool exact_host_math;           /* --host-math=exact: libm calls */
+  bool system_linker;             /* --host-linker=system: ld -shared */
   const char *dump_to;            /* --dump-to */
   int module_id;                  /* NNNN of the dumps */
   const char *prefix;             /* STAGE_ARTIFACT: -o PREFIX */
