@@ -53,9 +53,11 @@ XHLOC_LDLIBS = $(if $(EMIT_SRCS),$(LLVM_LIBS)) $(LDLIBS) -ldl
 # loading the shared libLLVM costs ~9 ms of symbol binding and relocated
 # pages at every start, a third of a small module's compile.  The test and
 # bench programs link the shared library.  XHLOC_LLVM_LINK=shared links the
-# xhloc binary against it too.
+# xhloc binary against it too, as happens by itself where the static
+# libraries or libzstd-dev (scripts/setup.sh installs it) are missing.
 LLVM_COMPONENTS := x86 nvptx passes bitreader linker
-XHLOC_LLVM_LINK ?= $(if $(wildcard $(shell $(LLVM_CONFIG) --libdir 2>/dev/null)/libLLVMCore.a),static,shared)
+XHLOC_LLVM_LINK ?= $(if $(and $(wildcard $(shell $(LLVM_CONFIG) --libdir 2>/dev/null)/libLLVMCore.a),\
+                              $(wildcard $(shell $(CC) -print-file-name=libzstd.so))),static,shared)
 LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --ldflags --libs $(LLVM_COMPONENTS)) \
   -Wl,--as-needed $(shell $(LLVM_CONFIG) --link-static --system-libs) -lstdc++ -lpthread
 XHLOC_BIN_LDLIBS = $(if $(filter static,$(XHLOC_LLVM_LINK)),$(LLVM_STATIC_LIBS) $(LDLIBS) -ldl,$(XHLOC_LDLIBS))
