@@ -38,6 +38,10 @@ struct ExecThunk {
   ExecSeq cond, body;             /* WHILE */
   ExecSeq *branches;              /* CONDITIONAL: nbranches */
   DevPtr lib[LIB_MAX_SLICES];     /* GEMM/CONV: slice addresses, 0: absent */
+  int group;                      /* KERNEL on a platform with launch_group:
+                                     how many kernels from this one on are
+                                     launched together (1: alone; 0: this
+                                     one goes with an earlier one) */
 };
 
 struct Executor {
@@ -232,6 +236,135 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
   return ex_err(d, "the artifact has a thunk of unknown kind %d", (int)t->kind);
 }
 
+static bool slices_overlap(BufSlice a, BufSlice b) {
+  return a.alloc == b.alloc && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+}
+
+/* The slices a thunk touches and whether it writes them: a kernel's
+ * arguments as its `written` flags say, a copy's source and destination, a
+ * memset's destination, and all of a library call's slices (counted as
+ * written).  n: how many; false for a while or conditional. */
+static bool thunk_access(const Thunk *t, BufSlice *sl, bool *w, int cap, int *n) {
+  *n = 0;
+  switch (t->kind) {
+  case THUNK_KERNEL:
+    if (t->nargs > cap) return false;
+    for (int k = 0; k < t->nargs; k++) {
+      sl[k] = t->args[k];
+      w[k] = !t->written || t->written[k];
+    }
+    *n = t->nargs;
+    return true;
+  case THUNK_COPY:
+    sl[0] = t->src, w[0] = false;
+    sl[1] = t->dst, w[1] = true;
+    *n = 2;
+    return true;
+  case THUNK_MEMSET32:
+    sl[0] = t->dst, w[0] = true;
+    *n = 1;
+    return true;
+  case THUNK_GEMM:
+  case THUNK_CONV:
+    for (int k = 0; k < LIB_MAX_SLICES; k++)
+      if (t->lib[k].alloc >= 0) {
+        sl[*n] = t->lib[k];
+        w[(*n)++] = true;
+      }
+    return true;
+  default:
+    return false;
+  }
+}
+
+enum { MAX_GROUP = 64, MAX_ACCESS = 64, MAX_SEGMENT = 1024 };
+
+typedef struct Access {
+  int n;
+  BufSlice sl[MAX_ACCESS];
+  bool w[MAX_ACCESS];
+} Access;
+
+/* Whether two thunks may not run in either order: one writes a byte that
+ * the other reads or writes. */
+static bool accesses_conflict(const Access *a, const Access *b) {
+  for (int i = 0; i < a->n; i++)
+    for (int j = 0; j < b->n; j++)
+      if ((a->w[i] || b->w[j]) && slices_overlap(a->sl[i], b->sl[j]))
+        return true;
+  return false;
+}
+
+static int cmp_level(const void *x, const void *y) {
+  const int *a = x, *b = y;     /* (level, index) pairs */
+  return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* Schedules seq[lo, hi) (thunks whose accesses are known) by dependence
+ * level: a thunk's level is one more than the highest level of the earlier
+ * thunks it conflicts with, so any two conflicting thunks keep their order.
+ * The thunks are reordered by level, and each level's kernels are launched
+ * together. */
+static void schedule_segment(Arena *ar, ExecSeq *s, int lo, int hi, Access *acc) {
+  int n = hi - lo;
+  int *lv = ARENA_ARRAY(ar, int, 2 * n);
+  for (int j = 0; j < n; j++) {
+    int level = 0;
+    for (int i = 0; i < j; i++)
+      if (lv[2 * i] + 1 > level && accesses_conflict(&acc[i], &acc[j]))
+        level = lv[2 * i] + 1;
+    lv[2 * j] = level;
+    lv[2 * j + 1] = j;
+  }
+  qsort(lv, (size_t)n, 2 * sizeof *lv, cmp_level);
+  ExecThunk *orig = arena_memdup(ar, s->t + lo, sizeof *s->t * (size_t)n);
+  /* within a level: the other thunks first, then the kernels together */
+  int out = lo;
+  for (int a = 0; a < n;) {
+    int b = a;
+    while (b < n && lv[2 * b] == lv[2 * a]) b++;
+    for (int k = a; k < b; k++)
+      if (orig[lv[2 * k + 1]].thunk->kind != THUNK_KERNEL) {
+        s->t[out] = orig[lv[2 * k + 1]];
+        s->t[out++].group = 1;
+      }
+    int first = out;
+    for (int k = a; k < b; k++)
+      if (orig[lv[2 * k + 1]].thunk->kind == THUNK_KERNEL) {
+        s->t[out] = orig[lv[2 * k + 1]];
+        s->t[out].group = 0;
+        if ((out - first) % MAX_GROUP == 0) first = out;
+        s->t[first].group++;
+        out++;
+      }
+    a = b;
+  }
+}
+
+/* Splits a sequence into segments between while and conditional thunks
+ * (and at MAX_SEGMENT thunks) and schedules each (schedule_segment). */
+static void schedule_seq(Arena *ar, ExecSeq *s) {
+  Access *acc = xmalloc(sizeof *acc * MAX_SEGMENT);
+  int lo = 0;
+  for (int k = 0; k < s->n; k++) {
+    if (k - lo == MAX_SEGMENT) {
+      schedule_segment(ar, s, lo, k, acc);
+      lo = k;
+    }
+    Access *a = &acc[k - lo];
+    /* a while, a conditional or a kernel of very many arguments stays
+     * where it is, between two segments */
+    if (!thunk_access(s->t[k].thunk, a->sl, a->w, MAX_ACCESS, &a->n)) {
+      if (k - lo > 1)
+        schedule_segment(ar, s, lo, k, acc);
+      lo = k + 1;
+    }
+  }
+  if (s->n - lo > 1)
+    schedule_segment(ar, s, lo, s->n, acc);
+  free(acc);
+}
+
 /* Profile slots are numbered in pre-order: a thunk's slot comes before its
  * nested ones', which prepare_thunk guarantees by numbering itself first. */
 static bool prepare_seq(Executor *e, const ThunkSeq *s, int depth, ExecSeq *out,
@@ -240,8 +373,12 @@ static bool prepare_seq(Executor *e, const ThunkSeq *s, int depth, ExecSeq *out,
   out->n = s->n;
   out->t = ARENA_ARRAY(e->arena, ExecThunk, s->n + 1);
   if (s->n > 0 && !s->thunks) return ex_err(d, "the artifact has a malformed thunk sequence");
-  for (int k = 0; k < s->n; k++)
+  for (int k = 0; k < s->n; k++) {
+    out->t[k].group = 1;
     if (!prepare_thunk(e, &s->thunks[k], depth, &out->t[k], d)) return false;
+  }
+  if (e->p->launch_group)
+    schedule_seq(e->arena, out);
   return true;
 }
 
@@ -454,9 +591,35 @@ static bool run_thunk(Executor *e, const ExecThunk *x, Diag *d) {
   return true;
 }
 
+/* Kernels x[0..n) launched together (ExecThunk.group). */
+static bool run_group(Executor *e, const ExecThunk *x, int n, Diag *d) {
+  void *kernels[MAX_GROUP];
+  int nargs[MAX_GROUP];
+  const DevPtr *args[MAX_GROUP];
+  const uint32_t *grids[MAX_GROUP];
+  for (int k = 0; k < n; k++) {
+    kernels[k] = x[k].kernel;
+    nargs[k] = x[k].thunk->nargs;
+    args[k] = x[k].args;
+    grids[k] = x[k].thunk->grid;
+  }
+  if (e->p->launch_group(e->p, n, kernels, nargs, args, grids, d))
+    return true;
+  /* the platform's message, naming the group's first kernel */
+  return thunk_err(&x[0], d);
+}
+
 static bool run_seq(Executor *e, const ExecSeq *s, Diag *d) {
-  for (int k = 0; k < s->n; k++)
-    if (!run_thunk(e, &s->t[k], d)) return false;
+  for (int k = 0; k < s->n;) {
+    int g = s->t[k].group;
+    if (g > 1 && !e->profile) {
+      if (!run_group(e, &s->t[k], g, d)) return false;
+      k += g;
+    } else {
+      if (!run_thunk(e, &s->t[k], d)) return false;
+      k++;
+    }
+  }
   return true;
 }
 

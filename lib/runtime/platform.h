@@ -51,6 +51,14 @@ struct Platform {
   bool (*launch)(Platform *p, void *kernel, int nargs, const DevPtr *args,
                  const uint32_t grid[3], const uint32_t block[3],
                  uint32_t shmem_bytes, Diag *d);
+  /* Optional (NULL: the executor launches one kernel at a time): launches
+   * n kernels at once, each as launch would (kernels[k] with nargs[k]
+   * arguments args[k] and grids[k]), which the executor guarantees to be
+   * independent: no byte that one of them writes is read or written by
+   * another.  The host runs all their work units on one parallel loop. */
+  bool (*launch_group)(Platform *p, int n, void *const *kernels, const int *nargs,
+                       const DevPtr *const *args, const uint32_t *const *grids,
+                       Diag *d);
   bool (*synchronize)(Platform *p, Diag *d);
 
   /* Library calls (libcall.h), in stream order: s[] holds the device address

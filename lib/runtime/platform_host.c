@@ -6,6 +6,9 @@
  * (thread_pool.c: PlatformOptions.threads, else XHLO_NUM_THREADS, else one
  * thread per CPU), the calling thread included.  Results do not depend on
  * the number of threads: every unit computes its own part of the outputs.
+ * Independent kernels (launch_group) share one parallel loop over all their
+ * units, so that small kernels run side by side instead of one after
+ * another.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -18,6 +21,11 @@
 
 typedef void (*HostKernel)(void **args, int64_t lo, int64_t hi);
 
+typedef struct HostLaunch {
+  HostKernel fn;
+  void **args;
+} HostLaunch;
+
 typedef struct HostState {
   void *lib;                      /* dlopen handle */
   char *lib_path;
@@ -25,6 +33,9 @@ typedef struct HostState {
   double *marks;                  /* seconds */
   int nargbuf;
   void **argbuf;
+  int ngroup;                     /* launch_group's kernels and unit starts */
+  HostLaunch *group;
+  int64_t *group_start;
   PlatformOptions opts;           /* lib_path copied */
   OneDnn *dnn;                    /* opened by the first library call */
   int threads;                    /* kernel threads, the caller included */
@@ -32,14 +43,29 @@ typedef struct HostState {
                                      NULL while none or threads == 1 */
 } HostState;
 
-typedef struct HostLaunch {
-  HostKernel fn;
-  void **args;
-} HostLaunch;
 
 static void run_units(void *ctx, int64_t lo, int64_t hi) {
   HostLaunch *l = ctx;
   l->fn(l->args, lo, hi);
+}
+
+/* Kernels launched together: kernel k owns units [start[k], start[k+1]) of
+ * the group's loop. */
+typedef struct HostGroup {
+  int n;
+  HostLaunch *l;
+  int64_t *start;                 /* n + 1 */
+} HostGroup;
+
+static void run_group_units(void *ctx, int64_t lo, int64_t hi) {
+  HostGroup *g = ctx;
+  for (int k = 0; k < g->n && lo < hi; k++) {
+    if (g->start[k + 1] <= lo)
+      continue;
+    int64_t end = hi < g->start[k + 1] ? hi : g->start[k + 1];
+    g->l[k].fn(g->l[k].args, lo - g->start[k], end - g->start[k]);
+    lo = end;
+  }
 }
 
 static bool host_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -148,6 +174,42 @@ static bool host_launch(Platform *p, void *kernel, int nargs, const DevPtr *args
   return true;
 }
 
+static bool host_launch_group(Platform *p, int n, void *const *kernels, const int *nargs,
+                              const DevPtr *const *args, const uint32_t *const *grids,
+                              Diag *d) {
+  HostState *h = p->impl;
+  int total_args = 0;
+  for (int k = 0; k < n; k++)
+    total_args += nargs[k] + 1;
+  if (total_args > h->nargbuf) {
+    h->argbuf = xreallocarray(h->argbuf, (size_t)total_args, sizeof *h->argbuf);
+    h->nargbuf = total_args;
+  }
+  if (n > h->ngroup) {
+    h->group = xreallocarray(h->group, (size_t)n, sizeof *h->group);
+    h->group_start = xreallocarray(h->group_start, (size_t)n + 1, sizeof *h->group_start);
+    h->ngroup = n;
+  }
+  void **a = h->argbuf;
+  int64_t units = 0;
+  for (int k = 0; k < n; k++) {
+    for (int j = 0; j < nargs[k]; j++)
+      a[j] = ptr(args[k][j]);
+    a[nargs[k]] = NULL;
+    h->group[k].args = a;
+    memcpy(&h->group[k].fn, &kernels[k], sizeof h->group[k].fn);
+    a += nargs[k] + 1;
+    h->group_start[k] = units;
+    units += grids[k][0] ? grids[k][0] : 1;
+  }
+  h->group_start[n] = units;
+  HostGroup g = {n, h->group, h->group_start};
+  if (units > 1 && h->threads > 1 && !h->pool)
+    h->pool = thread_pool_new(h->threads);
+  thread_pool_run(units > 1 ? h->pool : NULL, units, run_group_units, &g);
+  return true;
+}
+
 static bool host_sync(Platform *p, Diag *d) {
   return true;
 }
@@ -184,6 +246,8 @@ static void host_destroy(Platform *p) {
   free(h->lib_path);
   free(h->marks);
   free(h->argbuf);
+  free(h->group);
+  free(h->group_start);
   onednn_close(h->dnn);
   thread_pool_free(h->pool);
   free((char *)h->opts.lib_path);
@@ -233,6 +297,7 @@ Platform *platform_host_new(const PlatformOptions *o, Diag *d) {
   p->load_kernels = host_load;
   p->kernel = host_kernel;
   p->launch = host_launch;
+  p->launch_group = host_launch_group;
   p->synchronize = host_sync;
   p->reserve_marks = host_reserve_marks;
   p->mark = host_mark;

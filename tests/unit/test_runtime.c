@@ -496,3 +496,52 @@ Test(runtime, no_kernels_needs_no_kernel_file) {
   cr_expect_eq(s32_at(r, 1), -5);
   cr_expect_eq(s32_at(r, 2), 6);
 }
+
+/* The host platform's launch_group, wrapped to record the group sizes. */
+static bool (*real_launch_group)(Platform *, int, void *const *, const int *,
+                                 const DevPtr *const *, const uint32_t *const *, Diag *);
+static int Groups[16], NGroups;
+
+static bool record_launch_group(Platform *p, int n, void *const *k, const int *na,
+                                const DevPtr *const *a, const uint32_t *const *g, Diag *d) {
+  if (NGroups < 16) Groups[NGroups] = n;
+  NGroups++;
+  return real_launch_group(p, n, k, na, a, g, d);
+}
+
+Test(runtime, independent_kernels_launch_together) {
+  cr_assert(Plat->launch_group, "the host platform launches groups");
+  real_launch_group = Plat->launch_group;
+  Plat->launch_group = record_launch_group;
+  NGroups = 0;
+  int x = param("f32[4]{0}", 16);
+  int o1 = alloc(16, 0), o2 = alloc(16, 0), o3 = alloc(16, 0), o4 = alloc(16, 0);
+  /* o1 = 2x and o2 = 2x: both only read x */
+  kernel(&Art->entry, "dbl4", 2, (BufSlice[]){sl(x, 0, 16), sl(o1, 0, 16)});
+  kernel(&Art->entry, "dbl4", 2, (BufSlice[]){sl(x, 0, 16), sl(o2, 0, 16)});
+  /* o3 = o1 + o2 reads what both wrote: after them */
+  kernel(&Art->entry, "add4", 3, (BufSlice[]){sl(o1, 0, 16), sl(o2, 0, 16), sl(o3, 0, 16)});
+  kernel(&Art->entry, "dbl4", 2, (BufSlice[]){sl(x, 0, 16), sl(o4, 0, 16)});
+  /* o4 = 2x (above) is independent of the first two and goes with them;
+   * o1 = 2 o4 reads o4 and overwrites o1, which add4 reads: after add4 */
+  kernel(&Art->entry, "dbl4", 2, (BufSlice[]){sl(o4, 0, 16), sl(o1, 0, 16)});
+  output(sl(o3, 0, 16), "f32[4]{0}");
+  output(sl(o1, 0, 16), "f32[4]{0}");
+  Art->result_shape = "(f32[4]{0}, f32[4]{0})";
+  make_executor();
+  Literal *in[] = {lit("1 2 3 -4", "f32[4]")};
+  Literal *r = run1(in);
+  cr_assert_eq(NGroups, 1);
+  cr_expect_eq(Groups[0], 3);
+  float xs[] = {1, 2, 3, -4};
+  for (int k = 0; k < 4; k++) {
+    cr_expect_eq(f32_at(r->tuple[0], k), 4 * xs[k]);
+    cr_expect_eq(f32_at(r->tuple[1], k), 4 * xs[k]);
+  }
+  /* profiling times each thunk on its own */
+  NGroups = 0;
+  executor_set_profile(Ex, true);
+  r = run1(in);
+  cr_expect_eq(NGroups, 0);
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r->tuple[0], k), 4 * xs[k]);
+}
