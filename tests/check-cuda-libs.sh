@@ -5,13 +5,16 @@
 # build/tests/cuda_libs_mock against them (GEMMs through cuBLASLt,
 # convolutions through cuDNN's backend API: results, call sequences and
 # arguments, caching, workspaces, errors; then the library search order and
-# its messages), and checks that cublaslt.c and cudnn.c also compile with
+# its messages), then build/tests/cmdbuf_mock (command buffers as CUDA
+# graphs: record, replay, update, off; results and driver call sequences),
+# and checks that cublaslt.c, cudnn.c and platform_cuda.c also compile with
 # the minimal headers alone (no toolkit headers).
 #
 # Run from the repository root; test programs in ${XHLOC_TESTBIN:-build/tests}.
 set -u
 testbin=${XHLOC_TESTBIN:-build/tests}
 drv=$testbin/cuda_libs_mock
+cbdrv=$testbin/cmdbuf_mock
 cc=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -20,11 +23,13 @@ failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-if [ ! -x "$drv" ]; then
-  echo "check-cuda-libs: FAIL: $drv is missing (run make)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+for f in "$drv" "$cbdrv"; do
+  if [ ! -x "$f" ]; then
+    echo "check-cuda-libs: FAIL: $f is missing (run make)"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+done
 
 mk=$tmp/mock
 mkdir -p "$mk" "$tmp/search"
@@ -36,7 +41,7 @@ echo 'int tiny_symbol(void) { return 1; }' >"$tmp/tiny.c"
 if $cc -shared -fPIC -o "$mk/tiny.so" "$tmp/tiny.c"; then ok; else bad "cannot build tiny.so"; fi
 
 # the minimal headers stand in for cublasLt.h and cudnn.h
-for f in lib/runtime/cublaslt.c lib/runtime/cudnn.c; do
+for f in lib/runtime/cublaslt.c lib/runtime/cudnn.c lib/runtime/platform_cuda.c; do
   if $cc -std=gnu11 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
        -Wno-unused-parameter -Werror -fsyntax-only "$f"; then
     ok
@@ -45,17 +50,24 @@ for f in lib/runtime/cublaslt.c lib/runtime/cudnn.c; do
   fi
 done
 
-out=$(LD_LIBRARY_PATH="$mk${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$drv" "$mk" "$tmp/search" 2>&1)
-rc=$?
-printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
-line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
-if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-  passed=$((passed + BASH_REMATCH[1]))
-  failed=$((failed + BASH_REMATCH[2]))
-  if [ "$rc" -ne 0 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then bad "the driver exited with $rc"; fi
-else
-  bad "the driver gave no summary (exit $rc)"
-fi
+# driver NAME ARGS...: runs a test driver on the mocks and adds its counts.
+driver() {
+  local name=$1 out rc line
+  shift
+  out=$(LD_LIBRARY_PATH="$mk${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" 2>&1)
+  rc=$?
+  printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
+  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+  if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1]))
+    failed=$((failed + BASH_REMATCH[2]))
+    if [ "$rc" -ne 0 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then bad "$name exited with $rc"; fi
+  else
+    bad "$name gave no summary (exit $rc)"
+  fi
+}
+driver cuda_libs_mock "$drv" "$mk" "$tmp/search"
+driver cmdbuf_mock "$cbdrv"
 
 echo "check-cuda-libs: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"

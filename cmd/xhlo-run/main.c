@@ -6,6 +6,7 @@
  *   xhlo-run MODULE.hlo  [--platform=interpreter] INPUTS [OUTPUTS]
  *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
  *            [OUTPUTS] [--compare] [--iterations=N] [--profile] [--describe]
+ *            [--command-buffers=on|off]
  *
  * Option parsing and the choice of runner only: interp.c, thunks.c and
  * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
@@ -77,6 +78,12 @@ static const char usage_text[] =
   "  --profile              (.thunks) also time every thunk (nested ones too;\n"
   "                         CUDA events on a GPU) and print each one's min,\n"
   "                         median and max; thunks then run one at a time\n"
+  "  --command-buffers=on|off  (.thunks) on (the default): on a GPU each\n"
+  "                         command buffer (kCommandBuffer, made by xhloc\n"
+  "                         --command-buffer) is recorded into a CUDA graph\n"
+  "                         the first time it runs and replayed after that;\n"
+  "                         off: its thunks run one by one, as on the host;\n"
+  "                         with --profile a replayed one is timed as a whole\n"
   "  --threads=N            (.thunks on the host) threads for the kernels (each\n"
   "                         kernel's work units, the results the same bits for\n"
   "                         any N) and for library calls (oneDNN); default:\n"
@@ -105,6 +112,7 @@ enum {
   OPT_PLATFORM = 256, OPT_INPUT, OPT_RANDOM, OPT_SEED, OPT_OUTPUT, OPT_EXPECTED,
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
+  OPT_COMMAND_BUFFERS,
 };
 
 static const struct option long_opts[] = {
@@ -126,6 +134,7 @@ static const struct option long_opts[] = {
   {"describe", no_argument, 0, OPT_DESCRIBE},
   {"threads", required_argument, 0, OPT_THREADS},
   {"lib-path", required_argument, 0, OPT_LIB_PATH},
+  {"command-buffers", required_argument, 0, OPT_COMMAND_BUFFERS},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
   {0, 0, 0, 0},
@@ -218,6 +227,11 @@ int main(int argc, char **argv) {
       ro.lib_path = optarg;
       break;
     case OPT_DESCRIBE: ro.describe = true; break;
+    case OPT_COMMAND_BUFFERS:
+      if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+        usage_error("bad value for --command-buffers: %s (on or off)", optarg);
+      ro.no_command_buffers = strcmp(optarg, "off") == 0;
+      break;
     case OPT_HELP: fputs(usage_text, stdout); return 0;
     case OPT_VERSION: printf("xhlo-run %s\n", XHLOC_VERSION); return 0;
     default:

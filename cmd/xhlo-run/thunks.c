@@ -68,6 +68,7 @@ static const char *kind_text(ThunkKind k) {
   case THUNK_CONDITIONAL: return "conditional";
   case THUNK_GEMM: return "gemm";
   case THUNK_CONV: return "convolution";
+  case THUNK_COMMAND_BUFFER: return "cmd-buffer";
   }
   return "?";
 }
@@ -203,6 +204,7 @@ static bool has_kernels(const ThunkSeq *s) {
     const Thunk *t = &s->thunks[k];
     if (t->kind == THUNK_KERNEL) return true;
     if (t->kind == THUNK_WHILE && (has_kernels(t->cond) || has_kernels(t->body))) return true;
+    if (t->kind == THUNK_COMMAND_BUFFER && has_kernels(t->commands)) return true;
     if (t->kind == THUNK_CONDITIONAL)
       for (int b = 0; b < t->nbranches; b++)
         if (has_kernels(&t->branches[b])) return true;
@@ -383,6 +385,7 @@ int run_thunks(const RunOpts *o, const char *path) {
     goto out;
   }
   executor_set_profile(ex, o->profile);
+  executor_set_command_buffers(ex, !o->no_command_buffers);
 
   int runs = o->iterations > 0 ? o->iterations : 1;
   run_ms = xcalloc((size_t)runs, sizeof *run_ms);

@@ -28,6 +28,7 @@ typedef struct RunOpts {
   bool cmp_tol_given;             /* --atol or --rtol: no per-type widening */
   int threads;                    /* --threads; 0: XHLO_NUM_THREADS or all cores */
   const char *lib_path;           /* --lib-path: vendor library directories */
+  bool no_command_buffers;        /* --command-buffers=off */
 } RunOpts;
 
 /*

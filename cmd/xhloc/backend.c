@@ -1,6 +1,7 @@
 /*
  * backend.c - the stages after "hlo" for one module, in order: buffer
- * assignment, thunk emission (which generates every kernel), the LLVM IR
+ * assignment, thunk emission (which generates every kernel), on the GPU the
+ * command-buffer conversion of the thunk sequence, the LLVM IR
  * before and after optimization, the PTX, and the artifact files.  Each
  * stage's --dump-to file is written when the stage is reached.
  */
@@ -95,6 +96,9 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
     a->host_cpu = arena_strdup(a->arena, codegen_host_cpu(cg, &features));
     a->host_features = arena_strdup(a->arena, features);
   }
+  /* XLA's CommandBufferConversionPass, on the thunk sequence. */
+  if (!o->host)
+    cmdbuf_convert(a, o->cmdbuf_types, o->cmdbuf_min_size);
   if (stage == STAGE_THUNKS || o->dump_to) {
     sb_clear(&text);
     artifact_print_thunks(&text, a);

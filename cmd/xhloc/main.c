@@ -18,6 +18,7 @@
  */
 #include "../../lib/analysis/indexing.h"
 #include "../../lib/runtime/host_cpu.h"
+#include "../../lib/runtime/thunks.h"
 #include "xhloc.h"
 
 #include <getopt.h>
@@ -52,7 +53,10 @@ static const struct {
 static const char *opt_output;     /* -o FILE; NULL: stdout */
 static StageId opt_stage = STAGE_PARSED;
 static bool opt_stage_given;        /* --stage was given */
-static BackendOptions opt_backend = {.arch = "sm_90"}; /* --target, --arch, ... */
+/* --target, --arch, ... */
+static BackendOptions opt_backend = {.arch = "sm_90",
+                                     .cmdbuf_types = CMDBUF_DEFAULT_TYPES,
+                                     .cmdbuf_min_size = CMDBUF_DEFAULT_MIN_SIZE};
 static bool opt_no_warnings;       /* -w */
 static bool opt_input_to_output;   /* --input-to-output (stage indexing) */
 static PipelineOptions opt_pipeline; /* pass selection, dumps, timing */
@@ -99,6 +103,21 @@ static const char usage_text[] =
     "                        process; it falls back to the system linker for\n"
     "                        an object it does not handle) or system (`ld\n"
     "                        -shared`, else `cc -shared`)\n"
+    "      --command-buffer=TYPES  --target=gpu: which thunks go into command\n"
+    "                        buffers (kCommandBuffer; xhlo-run records each\n"
+    "                        into a CUDA graph once and replays it), as XLA's\n"
+    "                        --xla_gpu_enable_command_buffer: comma-separated,\n"
+    "                        any case: fusion (kernels), cublas (kGemm),\n"
+    "                        cublaslt (kCublasLtMatmul), cudnn (convolutions),\n"
+    "                        copy (copies and memsets; xhloc's own); custom_call,\n"
+    "                        collectives, conditional, while are accepted and\n"
+    "                        change nothing (xhloc puts no such thunks in a\n"
+    "                        command buffer).  Default\n"
+    "                        fusion,cublas,cublaslt,cudnn,copy; '' turns\n"
+    "                        command buffers off\n"
+    "      --command-buffer-min-size=N  only runs of at least N such thunks\n"
+    "                        become a command buffer (XLA's\n"
+    "                        --xla_gpu_graph_min_graph_size; default 5)\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
     "                        always split on '// -----' lines\n"
@@ -189,6 +208,8 @@ enum {
   OPT_LIBDEVICE,
   OPT_HOST_MATH,
   OPT_HOST_LINKER,
+  OPT_COMMAND_BUFFER,
+  OPT_COMMAND_BUFFER_MIN_SIZE,
 };
 
 static const struct option long_options[] = {
@@ -215,6 +236,9 @@ static const struct option long_options[] = {
     {"libdevice", required_argument, NULL, OPT_LIBDEVICE},
     {"host-math", required_argument, NULL, OPT_HOST_MATH},
     {"host-linker", required_argument, NULL, OPT_HOST_LINKER},
+    {"command-buffer", required_argument, NULL, OPT_COMMAND_BUFFER},
+    {"command-buffer-min-size", required_argument, NULL,
+     OPT_COMMAND_BUFFER_MIN_SIZE},
     {NULL, 0, NULL, 0},
 };
 
@@ -302,6 +326,21 @@ static int parse_options(int argc, char **argv) {
         usage_error("unknown --host-linker '%s' (supported: xhloc, system)", optarg);
       opt_backend.system_linker = strcmp(optarg, "system") == 0;
       break;
+    case OPT_COMMAND_BUFFER: {
+      Diag cd = {0};
+      if (!cmdbuf_parse_types(optarg, &opt_backend.cmdbuf_types, &cd))
+        usage_error("--command-buffer: %s", cd.msg);
+      break;
+    }
+    case OPT_COMMAND_BUFFER_MIN_SIZE: {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (end == optarg || *end || v < 1 || v > 1000000)
+        usage_error("bad --command-buffer-min-size '%s' (want 1 to 1000000)",
+                    optarg);
+      opt_backend.cmdbuf_min_size = (int)v;
+      break;
+    }
     case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);
     case '?':
     default:

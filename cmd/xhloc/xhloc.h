@@ -65,6 +65,8 @@ typedef struct BackendOptions {
   const char *host_cpu;           /* --host-cpu; NULL: native */
   bool exact_host_math;           /* --host-math=exact: libm calls */
   bool system_linker;             /* --host-linker=system: ld -shared */
+  unsigned cmdbuf_types;          /* --command-buffer: CMDBUF_* (thunks.h) */
+  int cmdbuf_min_size;            /* --command-buffer-min-size */
   const char *dump_to;            /* --dump-to */
   int module_id;                  /* NNNN of the dumps */
   const char *prefix;             /* STAGE_ARTIFACT: -o PREFIX */

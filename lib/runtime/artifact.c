@@ -6,14 +6,16 @@
  * Thunk text.  artifact_print_thunks follows XLA's SequentialThunk::ToString
  * (xla/backends/gpu/runtime/sequential_thunk.cc): one line per thunk,
  *   <indent>%03d: <kind padded to the longest kind of its sequence>\t<detail>
- * with the thunk id first.  Ids are given here in pre-order (a while or
- * conditional before the thunks nested in it), counting from 0 over the whole
+ * with the thunk id first.  Ids are given here in pre-order (a while,
+ * conditional or command buffer before the thunks nested in it), counting from 0 over the whole
  * artifact, so every id is unique as XLA's are.  Details are XLA's:
  *   kKernel       ", kernel = NAME, launch dimensions = blocks: {x, y, z},
  *                  threads/block: {x, y, z}, cluster_dim = nullopt"
  *   kWhile        "\ncondition:\n" <nested>, "body:\n" <nested>
  *   kConditional  "\n" then "false_branch:"/"true_branch:" (pred index) or
  *                 "branch_N:" blocks with their nested sequences.
+ *   kCommandBuffer "\n" then its commands as a nested sequence, one level
+ *                 deeper.
  * Differences from XLA, on purpose: XLA prints a pred conditional's
  * branches[0] under "false_branch:" although it runs it when the pred is
  * true; here each label is over the sequence it really runs.  kCopy and
@@ -161,6 +163,25 @@ static bool check_thunk(Checker *c, const Thunk *t, int depth) {
     return t->gemm ? diag_error(c->d, noloc(), "convolution thunk with a GEMM "
                                                "descriptor")
                    : libcall_check_conv(t->conv, t->lib, c->d);
+  case THUNK_COMMAND_BUFFER:
+    if (!t->commands)
+      return diag_error(c->d, noloc(), "command buffer thunk without its "
+                                       "commands");
+    if (t->commands->n < 1)
+      return diag_error(c->d, noloc(), "command buffer thunk with no commands");
+    for (int k = 0; k < t->commands->n; k++) {
+      ThunkKind kk = t->commands->thunks ? t->commands->thunks[k].kind
+                                         : THUNK_KERNEL;
+      if (kk == THUNK_WHILE || kk == THUNK_CONDITIONAL ||
+          kk == THUNK_COMMAND_BUFFER)
+        return diag_error(c->d, noloc(),
+                          "command buffer thunk holds a %s thunk (only "
+                          "kernels, copies, memsets, GEMMs and convolutions)",
+                          kk == THUNK_WHILE         ? "while"
+                          : kk == THUNK_CONDITIONAL ? "conditional"
+                                                    : "command buffer");
+    }
+    return check_seq(c, t->commands, depth + 1);
   }
   return diag_error(c->d, noloc(), "unknown thunk kind %d", (int)t->kind);
 }
@@ -280,6 +301,7 @@ static const char *kind_name(const Thunk *t) {
                ? "kCublasLtMatmul"
                : "kGemm";
   case THUNK_CONV: return "kConvolution";
+  case THUNK_COMMAND_BUFFER: return "kCommandBuffer";
   }
   return "kUnknown";
 }
@@ -353,6 +375,11 @@ static void print_thunk(StrBuf *b, const Thunk *t, int indent, int *next_id,
     if (t->conv)
       libcall_print_conv(b, t->conv, t->lib);
     break;
+  case THUNK_COMMAND_BUFFER:
+    sb_puts(b, "\n");
+    if (t->commands)
+      print_seq(b, t->commands, indent, next_id, depth + 1);
+    break;
   }
 }
 
@@ -381,7 +408,8 @@ static void print_seq(StrBuf *b, const ThunkSeq *q, int indent, int *next_id,
     sb_putc(b, '\t');
     print_thunk(b, t, indent + 1, next_id, depth);
     /* Nested sequences end their own lines. */
-    if (t->kind != THUNK_WHILE && t->kind != THUNK_CONDITIONAL)
+    if (t->kind != THUNK_WHILE && t->kind != THUNK_CONDITIONAL &&
+        t->kind != THUNK_COMMAND_BUFFER)
       sb_putc(b, '\n');
   }
 }

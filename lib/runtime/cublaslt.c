@@ -484,7 +484,7 @@ static CublasLt *lt_open(const char *lib_path, Diag *d) {
   return lt;
 }
 
-bool cublaslt_gemm(CublasLt **ltp, const char *lib_path, const GemmDesc *g,
+bool cublaslt_gemm(CublasLt **ltp, const char *lib_path, void *stream, const GemmDesc *g,
                    const DevPtr s[GEMM_NSLICES], Diag *d) {
   if (g->m == 0 || g->n == 0 || g->batch == 0) return true; /* an empty result */
   if (!s[GEMM_A] || !s[GEMM_B] || !s[GEMM_D])
@@ -544,7 +544,7 @@ bool cublaslt_gemm(CublasLt **ltp, const char *lib_path, const GemmDesc *g,
       (const void *)(uintptr_t)bptr, p->lb, beta, (const void *)(uintptr_t)cptr, p->lc,
       (void *)(uintptr_t)s[GEMM_D], p->ld, &p->algo,
       has_ws ? (void *)(uintptr_t)s[GEMM_WORKSPACE] : NULL,
-      has_ws ? (size_t)g->workspace_bytes : 0, NULL /* the legacy default stream */);
+      has_ws ? (size_t)g->workspace_bytes : 0, (cudaStream_t)stream);
   return lt_check(lt, st, "cublasLtMatmul", d);
 }
 

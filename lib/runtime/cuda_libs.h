@@ -7,7 +7,9 @@
  * Both run on the stream every other operation of platform_cuda.c uses:
  * the legacy default stream (NULL), in the context platform_cuda.c made
  * current, so a library call is ordered after every earlier launch and copy
- * and before every later one, as platform.h requires.  Sectioned by the
+ * and before every later one, as platform.h requires; while a command
+ * buffer is recorded, on the stream being captured (the stream argument,
+ * a CUstream; NULL: the legacy default stream).  Sectioned by the
  * file that implements each part.
  */
 #ifndef XHLOC_CUDA_LIBS_H
@@ -67,7 +69,7 @@ typedef struct CublasLt CublasLt;
 
 /* Runs one GEMM (libcall.h) on the device: *lt is created (and the library
  * opened) on the first call; lib_path as for cuda_lib_open. */
-bool cublaslt_gemm(CublasLt **lt, const char *lib_path, const GemmDesc *g,
+bool cublaslt_gemm(CublasLt **lt, const char *lib_path, void *stream, const GemmDesc *g,
                    const DevPtr s[GEMM_NSLICES], Diag *d);
 void cublaslt_free(CublasLt *lt);  /* NULL is fine */
 
@@ -79,9 +81,10 @@ typedef struct Cudnn Cudnn;
 
 /* Runs one convolution (libcall.h) on the device: *dnn is created (and the
  * library opened) on the first call.  p allocates the workspace when the
- * thunk's workspace slice is too small for the chosen engine. */
-bool cudnn_conv(Cudnn **dnn, Platform *p, const char *lib_path, const ConvDesc *c,
-                const DevPtr s[CONV_NSLICES], Diag *d);
+ * thunk's workspace slice is too small for the chosen engine (a workspace
+ * outgrown is kept until cudnn_free: a recorded command buffer may use it). */
+bool cudnn_conv(Cudnn **dnn, Platform *p, const char *lib_path, void *stream,
+                const ConvDesc *c, const DevPtr s[CONV_NSLICES], Diag *d);
 void cudnn_free(Cudnn *dnn, Platform *p);  /* NULL is fine */
 
 #endif

@@ -110,6 +110,9 @@ struct Cudnn {
   Vec(DnnPlan *) plans;
   DevPtr own_ws;                  /* our workspace, when a slice is too small */
   int64_t own_ws_size;
+  Vec(DevPtr) old_ws;             /* outgrown ones: a recorded command buffer
+                                     may still use them */
+  void *stream;                   /* the handle's stream (NULL: legacy) */
 };
 
 static bool dnn_check(const Cudnn *dnn, cudnnStatus_t st, const char *call, Diag *d) {
@@ -576,9 +579,9 @@ static bool workspace_for(Cudnn *dnn, Platform *pf, const DnnPlan *p, const Conv
   }
   if (dnn->own_ws_size < p->workspace) {
     if (dnn->own_ws) {
-      /* the old buffer may still be in use by queued work */
-      if (!pf->synchronize(pf, d)) return false;
-      pf->free(pf, dnn->own_ws);
+      /* queued work or a recorded command buffer may still use the old
+       * one: it is freed with the handle */
+      vec_push(&dnn->old_ws, dnn->own_ws);
       dnn->own_ws = 0;
       dnn->own_ws_size = 0;
     }
@@ -650,11 +653,17 @@ static Cudnn *dnn_open(const char *lib_path, Diag *d) {
   return dnn;
 }
 
-bool cudnn_conv(Cudnn **dnnp, Platform *pf, const char *lib_path, const ConvDesc *c,
-                const DevPtr s[CONV_NSLICES], Diag *d) {
+bool cudnn_conv(Cudnn **dnnp, Platform *pf, const char *lib_path, void *stream,
+                const ConvDesc *c, const DevPtr s[CONV_NSLICES], Diag *d) {
   if (!conv_validate(c, s, d)) return false;
   if (!*dnnp && !(*dnnp = dnn_open(lib_path, d))) return false;
   Cudnn *dnn = *dnnp;
+  if (dnn->stream != stream) {
+    if (!dnn_check(dnn, dnn->api.SetStream(dnn->handle, (cudaStream_t)stream), "cudnnSetStream",
+                   d))
+      return false;
+    dnn->stream = stream;
+  }
   unsigned align[CONV_NSLICES] = {0};
   for (int k = 0; k < CONV_NSLICES; k++)
     if (k != CONV_WORKSPACE) align[k] = s[k] ? dev_ptr_alignment(s[k], DNN_MAX_ALIGN) : 0;
@@ -684,6 +693,8 @@ void cudnn_free(Cudnn *dnn, Platform *pf) {
   for (int k = 0; k < dnn->plans.len; k++) plan_free(dnn, dnn->plans.data[k]);
   vec_free(&dnn->plans);
   if (dnn->own_ws) pf->free(pf, dnn->own_ws);
+  for (int k = 0; k < dnn->old_ws.len; k++) pf->free(pf, dnn->old_ws.data[k]);
+  vec_free(&dnn->old_ws);
   if (dnn->handle) dnn->api.Destroy(dnn->handle);
   free(dnn->path);
   free(dnn);

@@ -12,6 +12,13 @@
  * A run uploads the inputs, walks the tree (a while loop reads its pred
  * byte back after each cond; a conditional reads its pred or s32 index),
  * and downloads the results.
+ *
+ * A command buffer (on a platform that has them, unless turned off) is
+ * recorded by running its commands between cmdbuf_begin and cmdbuf_end the
+ * first time it is reached, and replayed with cmdbuf_launch after that.  It
+ * remembers the device address of every slice its commands use when it was
+ * recorded; when they differ (executor_move_buffers) it is recorded again
+ * and the platform updates it in place.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +49,18 @@ struct ExecThunk {
                                      how many kernels from this one on are
                                      launched together (1: alone; 0: this
                                      one goes with an earlier one) */
+  ExecSeq cmds;                   /* COMMAND_BUFFER: its commands */
+  struct CmdBuf *cb;              /* COMMAND_BUFFER: its recording */
 };
+
+/* A command buffer's recording: the platform's handle (NULL until the
+ * first run) and the addresses its commands used then. */
+typedef struct CmdBuf {
+  void *handle;
+  int naddrs;
+  DevPtr *addrs;                  /* at recording */
+  DevPtr *now;                    /* scratch: the current ones */
+} CmdBuf;
 
 struct Executor {
   const Artifact *a;
@@ -58,6 +76,9 @@ struct Executor {
   double last_exec_ms;            /* the last run's thunks, synchronized */
   int nprof;
   ThunkProfile *prof;
+  bool no_cmdbufs;                /* executor_set_command_buffers(false) */
+  int ncbs;
+  CmdBuf **cbs;                   /* every command buffer, to free them */
 };
 
 static bool ex_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -79,6 +100,7 @@ static const char *kind_name(ThunkKind k) {
   case THUNK_CONDITIONAL: return "conditional";
   case THUNK_GEMM: return "gemm";
   case THUNK_CONV: return "convolution";
+  case THUNK_COMMAND_BUFFER: return "command buffer";
   }
   return "?";
 }
@@ -158,6 +180,38 @@ static DevPtr slice_addr(const Executor *e, BufSlice sl) {
 static bool prepare_seq(Executor *e, const ThunkSeq *s, int depth, ExecSeq *out,
                         Diag *d);
 
+/* The device addresses a command buffer's commands use, in a fixed order,
+ * into out (NULL: only counted); returns how many. */
+static int cmd_addrs(const ExecSeq *s, DevPtr *out) {
+  int n = 0;
+  for (int k = 0; k < s->n; k++) {
+    const ExecThunk *x = &s->t[k];
+    const Thunk *t = x->thunk;
+    switch (t->kind) {
+    case THUNK_KERNEL:
+      for (int a = 0; a < t->nargs; a++, n++)
+        if (out) out[n] = x->args[a];
+      break;
+    case THUNK_COPY:
+      if (out) out[n] = x->src, out[n + 1] = x->dst;
+      n += 2;
+      break;
+    case THUNK_MEMSET32:
+      if (out) out[n] = x->dst;
+      n++;
+      break;
+    case THUNK_GEMM:
+    case THUNK_CONV:
+      for (int a = 0; a < LIB_MAX_SLICES; a++, n++)
+        if (out) out[n] = x->lib[a];
+      break;
+    default:
+      break;
+    }
+  }
+  return n;
+}
+
 static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
                           Diag *d) {
   x->thunk = t;
@@ -230,6 +284,23 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
       if (!check_slice(e, t->lib[k], "library call operand", t, d)) return false;
       x->lib[k] = slice_addr(e, t->lib[k]);
     }
+    return true;
+  }
+  case THUNK_COMMAND_BUFFER: {
+    if (!t->commands || t->commands->n < 1)
+      return ex_err(d, "the artifact has a command buffer thunk without commands");
+    for (int k = 0; k < t->commands->n; k++) {
+      ThunkKind kk = t->commands->thunks ? t->commands->thunks[k].kind : THUNK_KERNEL;
+      if (kk == THUNK_WHILE || kk == THUNK_CONDITIONAL || kk == THUNK_COMMAND_BUFFER)
+        return ex_err(d, "the artifact's command buffer holds a %s thunk", kind_name(kk));
+    }
+    if (!prepare_seq(e, t->commands, depth + 1, &x->cmds, d)) return false;
+    CmdBuf *cb = x->cb = ARENA_NEW(e->arena, CmdBuf);
+    cb->naddrs = cmd_addrs(&x->cmds, NULL);
+    cb->addrs = ARENA_ARRAY(e->arena, DevPtr, cb->naddrs + 1);
+    cb->now = ARENA_ARRAY(e->arena, DevPtr, cb->naddrs + 1);
+    e->cbs = xreallocarray(e->cbs, (size_t)e->ncbs + 1, sizeof *e->cbs);
+    e->cbs[e->ncbs++] = cb;
     return true;
   }
   }
@@ -390,6 +461,8 @@ static void fill_profile(Executor *e, const ExecSeq *s) {
     if (x->thunk->kind == THUNK_WHILE) {
       fill_profile(e, &x->cond);
       fill_profile(e, &x->body);
+    } else if (x->thunk->kind == THUNK_COMMAND_BUFFER) {
+      fill_profile(e, &x->cmds);
     } else if (x->thunk->kind == THUNK_CONDITIONAL) {
       for (int b = 0; b < x->thunk->nbranches; b++) fill_profile(e, &x->branches[b]);
     }
@@ -502,6 +575,9 @@ fail:
 
 void executor_free(Executor *e) {
   if (!e) return;
+  for (int k = 0; k < e->ncbs; k++)
+    if (e->cbs[k]->handle) e->p->cmdbuf_free(e->p, e->cbs[k]->handle);
+  free(e->cbs);
   for (int k = 0; k < e->nbufs; k++) e->p->free(e->p, e->bufs[k]);
   free(e->bufs);
   for (int k = 0; e->prof && k < e->nprof; k++) free(e->prof[k].ms);
@@ -511,6 +587,71 @@ void executor_free(Executor *e) {
 
 void executor_set_profile(Executor *e, bool on) {
   e->profile = on;
+}
+
+void executor_set_command_buffers(Executor *e, bool on) {
+  e->no_cmdbufs = !on;
+}
+
+/* Recomputes every address of a prepared sequence from its thunks' slices
+ * (after the buffers moved). */
+static void rebind_seq(Executor *e, ExecSeq *s) {
+  for (int k = 0; k < s->n; k++) {
+    ExecThunk *x = &s->t[k];
+    const Thunk *t = x->thunk;
+    switch (t->kind) {
+    case THUNK_KERNEL:
+      for (int a = 0; a < t->nargs; a++) x->args[a] = slice_addr(e, t->args[a]);
+      break;
+    case THUNK_COPY:
+      x->src = slice_addr(e, t->src);
+      x->dst = slice_addr(e, t->dst);
+      break;
+    case THUNK_MEMSET32:
+      x->dst = slice_addr(e, t->dst);
+      break;
+    case THUNK_WHILE:
+      x->pred = slice_addr(e, t->cond_result);
+      rebind_seq(e, &x->cond);
+      rebind_seq(e, &x->body);
+      break;
+    case THUNK_CONDITIONAL:
+      x->pred = slice_addr(e, t->branch_index);
+      for (int b = 0; b < t->nbranches; b++) rebind_seq(e, &x->branches[b]);
+      break;
+    case THUNK_GEMM:
+    case THUNK_CONV:
+      for (int a = 0; a < LIB_MAX_SLICES; a++)
+        if (t->lib[a].alloc >= 0) x->lib[a] = slice_addr(e, t->lib[a]);
+      break;
+    case THUNK_COMMAND_BUFFER:
+      rebind_seq(e, &x->cmds);
+      break;
+    }
+  }
+}
+
+bool executor_move_buffers(Executor *e, Diag *d) {
+  Platform *p = e->p;
+  for (int k = 0; k < e->nbufs; k++) {
+    int64_t sz = e->a->allocs[k].size;
+    size_t n = sz > 0 ? (size_t)sz : 4;
+    DevPtr fresh = 0;
+    if (!p->alloc(p, n, &fresh, d)) return false;
+    if (!p->copy_d2d(p, fresh, e->bufs[k], n, d)) {
+      p->free(p, fresh);
+      return false;
+    }
+    /* the old memory may still be read by queued work */
+    if (!p->synchronize(p, d)) {
+      p->free(p, fresh);
+      return false;
+    }
+    p->free(p, e->bufs[k]);
+    e->bufs[k] = fresh;
+  }
+  rebind_seq(e, &e->entry);
+  return true;
 }
 
 int executor_profile(const Executor *e, const ThunkProfile **out) {
@@ -528,7 +669,8 @@ static bool thunk_err(const ExecThunk *x, Diag *d) {
   /* the platform's message first, then which thunk (a while or conditional
    * leaves its nested thunk's message as it is) */
   ThunkKind k = x->thunk->kind;
-  if (d->msg && x->thunk->annotation && k != THUNK_WHILE && k != THUNK_CONDITIONAL) {
+  if (d->msg && x->thunk->annotation && k != THUNK_WHILE && k != THUNK_CONDITIONAL &&
+      k != THUNK_COMMAND_BUFFER) {
     char *m = d->msg;
     d->msg = NULL;
     d->has_error = false;
@@ -536,6 +678,29 @@ static bool thunk_err(const ExecThunk *x, Diag *d) {
     free(m);
   }
   return false;
+}
+
+/* A command buffer: recorded when it has no recording or its addresses
+ * changed, then launched. */
+static bool run_cmdbuf(Executor *e, const ExecThunk *x, Diag *d) {
+  Platform *p = e->p;
+  CmdBuf *cb = x->cb;
+  cmd_addrs(&x->cmds, cb->now);
+  size_t bytes = sizeof *cb->now * (size_t)cb->naddrs;
+  if (!cb->handle || memcmp(cb->now, cb->addrs, bytes) != 0) {
+    if (!p->cmdbuf_begin(p, d)) return false;
+    /* the commands are recorded, not run: no timing marks among them */
+    bool profile = e->profile;
+    e->profile = false;
+    bool ok = run_seq(e, &x->cmds, d);
+    e->profile = profile;
+    Diag ignored = {0};
+    if (!p->cmdbuf_end(p, ok, &cb->handle, ok ? d : &ignored)) ok = false;
+    diag_clear(&ignored);
+    if (!ok) return false;
+    memcpy(cb->addrs, cb->now, bytes);
+  }
+  return p->cmdbuf_launch(p, cb->handle, d);
 }
 
 static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
@@ -574,6 +739,9 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
     return p->gemm(p, t->gemm, x->lib, d);
   case THUNK_CONV:
     return p->conv(p, t->conv, x->lib, d);
+  case THUNK_COMMAND_BUFFER:
+    if (e->no_cmdbufs || !p->cmdbuf_begin) return run_seq(e, &x->cmds, d);
+    return run_cmdbuf(e, x, d);
   }
   return false;
 }

@@ -77,6 +77,21 @@ struct Platform {
   bool (*mark)(Platform *p, int m, Diag *d);
   bool (*elapsed_ms)(Platform *p, int from, int to, double *ms, Diag *d);
 
+  /* Optional command buffers (CUDA graphs); NULL: the platform has none and
+   * the executor runs a command buffer's thunks one by one.  cmdbuf_begin
+   * starts recording: every launch, device copy, memset and library call
+   * after it is recorded, not run, until cmdbuf_end (host copies and
+   * synchronize are refused meanwhile).  cmdbuf_end stops recording; with
+   * keep false it throws the recording away, else it makes *cb (NULL: a new
+   * command buffer) run the recorded work, updating an existing one in
+   * place when it can (same commands, new addresses) and re-creating it
+   * otherwise.  cmdbuf_launch runs a command buffer in stream order;
+   * cmdbuf_free releases it. */
+  bool (*cmdbuf_begin)(Platform *p, Diag *d);
+  bool (*cmdbuf_end)(Platform *p, bool keep, void **cb, Diag *d);
+  bool (*cmdbuf_launch)(Platform *p, void *cb, Diag *d);
+  void (*cmdbuf_free)(Platform *p, void *cb);
+
   void (*destroy)(Platform *p);
 };
 
@@ -123,8 +138,23 @@ Executor *executor_new(const Artifact *a, Platform *p,
 void executor_free(Executor *e);
 
 /* With profiling on, each run times every thunk (nested ones too) with the
- * platform's marks; the run is then serialized thunk by thunk. */
+ * platform's marks; the run is then serialized thunk by thunk.  A command
+ * buffer replayed as a whole is timed as a whole (its commands then show
+ * no time of their own). */
 void executor_set_profile(Executor *e, bool on);
+
+/* Command buffers (on by default): on a platform that has them, a
+ * COMMAND_BUFFER thunk is recorded the first time it runs and replayed
+ * after that, re-recorded (and updated in place) when the device addresses
+ * of its commands' slices changed since it was recorded.  Off, or on a
+ * platform without them, its commands run one by one. */
+void executor_set_command_buffers(Executor *e, bool on);
+
+/* Moves every allocation to new device memory (contents copied, the old
+ * memory freed), as a caller that hands the executor other buffers would:
+ * the next run sees new addresses everywhere, so every recorded command
+ * buffer is updated before it is replayed. */
+bool executor_move_buffers(Executor *e, Diag *d);
 
 /* One run.  inputs: one literal per parameter leaf (Artifact.params), in
  * row-major order; NULL for token leaves.  Their element types and

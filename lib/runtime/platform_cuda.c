@@ -15,6 +15,18 @@
  *
  * Library calls go to cuBLASLt (cublaslt.c) and cuDNN (cudnn.c), opened the
  * first time a GEMM or convolution runs, on the same stream.
+ *
+ * Command buffers are CUDA graphs made by stream capture (the only way to
+ * record cuBLASLt and cuDNN calls): cmdbuf_begin starts capturing a private
+ * non-blocking stream in relaxed mode (so cuDNN may still allocate a
+ * workspace), and until cmdbuf_end every launch, device copy, memset and
+ * library call goes to that stream, the copies and memsets as their Async
+ * forms.  cmdbuf_end instantiates the captured graph, or updates an
+ * existing executable graph with cuGraphExecUpdate (re-instantiating when
+ * the driver cannot update it).  A graph is launched on the legacy default
+ * stream, so it is ordered with every other operation.  The graph entry
+ * points are optional: a driver without them has no command buffers (the
+ * executor then runs their thunks one by one).
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -59,14 +71,30 @@ typedef struct CudaApi {
   CUresult (*EventElapsedTime)(float *, CUevent, CUevent);
   CUresult (*GetErrorString)(CUresult, const char **);
   CUresult (*GetErrorName)(CUresult, const char **);
+  /* command buffers (optional, all or none) */
+  CUresult (*StreamCreate)(CUstream *, unsigned int);
+  CUresult (*StreamDestroy)(CUstream);
+  CUresult (*StreamBeginCapture)(CUstream, CUstreamCaptureMode);
+  CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*GraphInstantiate)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphDestroy)(CUgraph);
+  CUresult (*GraphExecDestroy)(CUgraphExec);
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+  /* optional on its own: without it a changed graph is re-instantiated */
+  CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
 } CudaApi;
 
-/* Symbol names, first choice and fallback (older drivers). */
+/* Symbol names, first choice and fallback (older drivers); optional ones
+ * (1: the command-buffer group, 2: on its own) may be missing. */
 static const struct {
   const char *name, *alt;
   size_t off;
+  int optional;
 } cuda_syms[] = {
-#define SYM(field, name, alt) {name, alt, offsetof(CudaApi, field)}
+#define SYM(field, name, alt) {name, alt, offsetof(CudaApi, field), 0}
+#define OPT(field, name, alt, group) {name, alt, offsetof(CudaApi, field), group}
   SYM(Init, "cuInit", NULL),
   SYM(DeviceGetCount, "cuDeviceGetCount", NULL),
   SYM(DeviceGet, "cuDeviceGet", NULL),
@@ -93,6 +121,18 @@ static const struct {
   SYM(EventElapsedTime, "cuEventElapsedTime", "cuEventElapsedTime_v2"),
   SYM(GetErrorString, "cuGetErrorString", NULL),
   SYM(GetErrorName, "cuGetErrorName", NULL),
+  OPT(StreamCreate, "cuStreamCreate", NULL, 1),
+  OPT(StreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy", 1),
+  OPT(StreamBeginCapture, "cuStreamBeginCapture_v2", NULL, 1),
+  OPT(StreamEndCapture, "cuStreamEndCapture", NULL, 1),
+  OPT(GraphInstantiate, "cuGraphInstantiateWithFlags", NULL, 1),
+  OPT(GraphLaunch, "cuGraphLaunch", NULL, 1),
+  OPT(GraphDestroy, "cuGraphDestroy", NULL, 1),
+  OPT(GraphExecDestroy, "cuGraphExecDestroy", NULL, 1),
+  OPT(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL, 1),
+  OPT(MemsetD32Async, "cuMemsetD32Async", NULL, 1),
+  OPT(GraphExecUpdate, "cuGraphExecUpdate_v2", NULL, 2),
+#undef OPT
 #undef SYM
 };
 
@@ -109,6 +149,11 @@ typedef struct CudaState {
   char *lib_path;                 /* PlatformOptions.lib_path, or NULL */
   CublasLt *lt;                   /* opened by the first GEMM */
   Cudnn *dnn;                     /* opened by the first convolution */
+  bool have_graphs;               /* the command-buffer entry points */
+  CUstream capture;               /* the stream captured into graphs */
+  CUstream stream;                /* where work goes: NULL (the legacy
+                                     default stream), or capture while a
+                                     command buffer is recorded */
 } CudaState;
 
 static bool cu_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -145,23 +190,37 @@ static void cu_free(Platform *p, DevPtr m) {
   c->api.MemFree((CUdeviceptr)m);
 }
 
+/* Refuses an operation that cannot be recorded into a command buffer. */
+static bool not_recording(const CudaState *c, const char *what, Diag *d) {
+  if (!c->stream) return true;
+  return cu_err(d, "CUDA: %s while a command buffer is being recorded", what);
+}
+
 static bool cu_h2d(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!not_recording(c, "a host-to-device copy", d)) return false;
   return ck(c, c->api.MemcpyHtoD((CUdeviceptr)dst, src, n), "cuMemcpyHtoD", d);
 }
 
 static bool cu_d2h(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!not_recording(c, "a device-to-host copy", d)) return false;
   return ck(c, c->api.MemcpyDtoH(dst, (CUdeviceptr)src, n), "cuMemcpyDtoH", d);
 }
 
 static bool cu_d2d(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (c->stream)
+    return ck(c, c->api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, c->stream),
+              "cuMemcpyDtoDAsync", d);
   return ck(c, c->api.MemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, n), "cuMemcpyDtoD", d);
 }
 
 static bool cu_memset32(Platform *p, DevPtr dst, uint32_t v, size_t count, Diag *d) {
   CudaState *c = p->impl;
+  if (c->stream)
+    return ck(c, c->api.MemsetD32Async((CUdeviceptr)dst, v, count, c->stream),
+              "cuMemsetD32Async", d);
   return ck(c, c->api.MemsetD32((CUdeviceptr)dst, v, count), "cuMemsetD32", d);
 }
 
@@ -230,13 +289,14 @@ static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
   void **params = xcalloc((size_t)nargs + 1, sizeof *params);
   for (int k = 0; k < nargs; k++) params[k] = (void *)&args[k];
   CUresult r = c->api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                   shmem_bytes, NULL, params, NULL);
+                                   shmem_bytes, c->stream, params, NULL);
   free(params);
   return ck(c, r, "cuLaunchKernel", d);
 }
 
 static bool cu_sync(Platform *p, Diag *d) {
   CudaState *c = p->impl;
+  if (!not_recording(c, "a synchronization", d)) return false;
   return ck(c, c->api.CtxSynchronize(), "cuCtxSynchronize", d);
 }
 
@@ -253,6 +313,7 @@ static bool cu_reserve_marks(Platform *p, int n, Diag *d) {
 static bool cu_mark(Platform *p, int m, Diag *d) {
   CudaState *c = p->impl;
   if (m < 0 || m >= c->nmarks) return cu_err(d, "timer mark %d was not reserved", m);
+  if (!not_recording(c, "a timer mark", d)) return false;
   return ck(c, c->api.EventRecord(c->marks[m], NULL), "cuEventRecord", d);
 }
 
@@ -271,12 +332,70 @@ static bool cu_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
 
 static bool cu_gemm(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES], Diag *d) {
   CudaState *c = p->impl;
-  return cublaslt_gemm(&c->lt, c->lib_path, g, s, d);
+  return cublaslt_gemm(&c->lt, c->lib_path, c->stream, g, s, d);
 }
 
 static bool cu_conv(Platform *p, const ConvDesc *cd, const DevPtr s[CONV_NSLICES], Diag *d) {
   CudaState *c = p->impl;
-  return cudnn_conv(&c->dnn, p, c->lib_path, cd, s, d);
+  return cudnn_conv(&c->dnn, p, c->lib_path, c->stream, cd, s, d);
+}
+
+/* ---- command buffers: CUDA graphs by stream capture ---------------------- */
+
+static bool cu_cmdbuf_begin(Platform *p, Diag *d) {
+  CudaState *c = p->impl;
+  if (c->stream) return cu_err(d, "CUDA: a command buffer is already being recorded");
+  if (!c->capture &&
+      !ck(c, c->api.StreamCreate(&c->capture, CU_STREAM_NON_BLOCKING), "cuStreamCreate", d))
+    return false;
+  if (!ck(c, c->api.StreamBeginCapture(c->capture, CU_STREAM_CAPTURE_MODE_RELAXED),
+          "cuStreamBeginCapture", d))
+    return false;
+  c->stream = c->capture;
+  return true;
+}
+
+static bool cu_cmdbuf_end(Platform *p, bool keep, void **cb, Diag *d) {
+  CudaState *c = p->impl;
+  if (!c->stream) return cu_err(d, "CUDA: no command buffer is being recorded");
+  c->stream = NULL;
+  CUgraph g = NULL;
+  if (!ck(c, c->api.StreamEndCapture(c->capture, &g), "cuStreamEndCapture", d)) return false;
+  bool ok = true;
+  if (keep && *cb && c->api.GraphExecUpdate) {
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof info);
+    if (c->api.GraphExecUpdate((CUgraphExec)*cb, g, &info) != CUDA_SUCCESS ||
+        info.result != CU_GRAPH_EXEC_UPDATE_SUCCESS) {
+      /* not updatable in place (the driver says why in info.result):
+       * instantiate the new graph instead */
+      c->api.GraphExecDestroy((CUgraphExec)*cb);
+      *cb = NULL;
+    } else {
+      keep = false;               /* updated: nothing more to make */
+    }
+  } else if (keep && *cb) {
+    c->api.GraphExecDestroy((CUgraphExec)*cb);
+    *cb = NULL;
+  }
+  if (keep) {
+    CUgraphExec x = NULL;
+    ok = ck(c, c->api.GraphInstantiate(&x, g, 0), "cuGraphInstantiate", d);
+    if (ok) *cb = x;
+  }
+  c->api.GraphDestroy(g);
+  return ok;
+}
+
+static bool cu_cmdbuf_launch(Platform *p, void *cb, Diag *d) {
+  CudaState *c = p->impl;
+  if (!not_recording(c, "a command buffer launch", d)) return false;
+  return ck(c, c->api.GraphLaunch((CUgraphExec)cb, NULL), "cuGraphLaunch", d);
+}
+
+static void cu_cmdbuf_free(Platform *p, void *cb) {
+  CudaState *c = p->impl;
+  c->api.GraphExecDestroy((CUgraphExec)cb);
 }
 
 static void cu_destroy(Platform *p) {
@@ -285,6 +404,7 @@ static void cu_destroy(Platform *p) {
   cudnn_free(c->dnn, p);
   free(c->lib_path);
   for (int k = 0; k < c->nmarks; k++) c->api.EventDestroy(c->marks[k]);
+  if (c->capture) c->api.StreamDestroy(c->capture);
   free(c->marks);
   if (c->mod) c->api.ModuleUnload(c->mod);
   if (c->have_ctx) c->api.DevicePrimaryCtxRelease(c->dev);
@@ -303,10 +423,12 @@ static bool cuda_open(CudaState *c, Diag *d) {
     return cu_err(d, "cannot load libcuda.so.1: %s; is the NVIDIA driver installed?",
                   why ? why : "dlopen failed");
   }
+  c->have_graphs = true;
   for (size_t k = 0; k < ARRAY_LEN(cuda_syms); k++) {
     void *sym = dlsym(c->lib, cuda_syms[k].name);
     if (!sym && cuda_syms[k].alt) sym = dlsym(c->lib, cuda_syms[k].alt);
-    if (!sym)
+    if (!sym && cuda_syms[k].optional == 1) c->have_graphs = false;
+    if (!sym && !cuda_syms[k].optional)
       return cu_err(d, "libcuda.so.1 has no %s; the NVIDIA driver is too old",
                     cuda_syms[k].name);
     memcpy((char *)&c->api + cuda_syms[k].off, &sym, sizeof sym);
@@ -345,7 +467,14 @@ Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
   p->conv = cu_conv;
   p->destroy = cu_destroy;
   if (o && o->lib_path) c->lib_path = xstrdup(o->lib_path);
-  if (!cuda_open(c, d)) {
+  bool opened = cuda_open(c, d);
+  if (opened && c->have_graphs) {
+    p->cmdbuf_begin = cu_cmdbuf_begin;
+    p->cmdbuf_end = cu_cmdbuf_end;
+    p->cmdbuf_launch = cu_cmdbuf_launch;
+    p->cmdbuf_free = cu_cmdbuf_free;
+  }
+  if (!opened) {
     if (c->have_ctx) c->api.DevicePrimaryCtxRelease(c->dev);
     free(c->lib_path);
     free(c);

@@ -2,10 +2,10 @@
  * thunk_file.c - the artifact's file, PREFIX.thunks: writing, reading and
  * checking it, and reading the kernel file it names.
  *
- * The format (version 2) is line-oriented text with binary sections at the
+ * The format (version 3) is line-oriented text with binary sections at the
  * end, so that `head` shows what a file holds:
  *
- *   XHLO-THUNKS 2
+ *   XHLO-THUNKS 3
  *   module STR
  *   target STR
  *   host-cpu STR STR                 (host: the CPU the kernels were built
@@ -42,6 +42,8 @@
  *     tensor et=ET dims=D,... strides=S,...      (x, w, y; 2+S numbers each)
  *     window stride=.. dilation=.. pad-lo=.. pad-hi=..   (S numbers each)
  *     lib SLICE|-                    (CONV_NSLICES lines)
+ *   command-buffer commands=N        (N >= 1 kernels, copies, memsets,
+ *     seq N ...                       gemms or convs, one deeper)
  *   end-thunks
  *   section constant K LEN\n<LEN bytes>\n     (one per constant, in order)
  *   section original-hlo LEN|-\n<LEN bytes>\n
@@ -257,6 +259,10 @@ static void put_thunk(StrBuf *b, const Thunk *t, int depth) {
     return;
   case THUNK_CONV:
     put_conv(b, t, depth);
+    return;
+  case THUNK_COMMAND_BUFFER:
+    sb_printf(b, "command-buffer commands=%d\n", t->commands->n);
+    put_seq(b, t->commands, depth + 1);
     return;
   }
   die("unknown thunk kind %d", (int)t->kind);
@@ -713,6 +719,37 @@ static bool read_conv(Rd *r, Thunk *t, int depth) {
   return read_lib_slices(r, t, CONV_NSLICES, depth);
 }
 
+/* A command buffer: its count, then its commands as a nested sequence of
+ * exactly that many thunks, none of them control flow or another command
+ * buffer. */
+static bool read_command_buffer(Rd *r, Thunk *t, int depth) {
+  t->kind = THUNK_COMMAND_BUFFER;
+  t->trip_count = -1;
+  int n = 0;
+  if (!(lit(r, "commands=") && count(r, 16, &n) && lit(r, "\n")))
+    return false;
+  if (n < 1)
+    return fail(r, "a command buffer with at least one command");
+  const char *at = r->p;
+  t->commands = ARENA_NEW(r->ar, ThunkSeq);
+  if (!read_seq(r, t->commands, depth + 1))
+    return false;
+  if (t->commands->n != n) {
+    r->p = at;
+    return fail(r, "a sequence of as many commands as 'commands=' says");
+  }
+  for (int k = 0; k < n; k++) {
+    ThunkKind kk = t->commands->thunks[k].kind;
+    if (kk == THUNK_WHILE || kk == THUNK_CONDITIONAL ||
+        kk == THUNK_COMMAND_BUFFER) {
+      r->p = at;
+      return fail(r, "commands that are kernels, copies, memsets, gemms or "
+                     "convs (no control flow or nested command buffer)");
+    }
+  }
+  return true;
+}
+
 static bool read_thunk(Rd *r, Thunk *t, int depth) {
   if (!indent(r, depth))
     return false;
@@ -775,8 +812,12 @@ static bool read_thunk(Rd *r, Thunk *t, int depth) {
     r->p += 5;
     return read_conv(r, t, depth);
   }
-  return fail(r, "a thunk (kernel, copy, memset32, while, conditional, gemm "
-                 "or conv)");
+  if (left(r) >= 15 && memcmp(r->p, "command-buffer ", 15) == 0) {
+    r->p += 15;
+    return read_command_buffer(r, t, depth);
+  }
+  return fail(r, "a thunk (kernel, copy, memset32, while, conditional, gemm, "
+                 "conv or command-buffer)");
 }
 
 static bool read_seq(Rd *r, ThunkSeq *q, int depth) {

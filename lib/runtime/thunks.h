@@ -1,7 +1,8 @@
 /*
  * thunks.h - the compiled artifact in memory and its file (PREFIX.thunks):
  * buffer allocations, the thunk sequence (kernels, copies, memsets, while and
- * conditional with nested sequences), constants' bytes, where the entry's
+ * conditional with nested sequences, command buffers holding a nested run of
+ * thunks recorded once and replayed), constants' bytes, where the entry's
  * parameters and results live, the original and optimized HLO, and the name
  * and checksum of the kernel file (PREFIX.ptx or PREFIX.host.so) beside it.
  *
@@ -28,7 +29,7 @@
 #include "libcall.h"
 
 #define THUNK_FILE_MAGIC "XHLO-THUNKS"
-#define THUNK_FILE_VERSION 2
+#define THUNK_FILE_VERSION 3
 
 /* A byte range of one allocation (XLA's BufferAllocation::Slice). */
 typedef struct BufSlice {
@@ -63,6 +64,9 @@ typedef enum ThunkKind {
   THUNK_CONDITIONAL,              /* one of the branch sequences */
   THUNK_GEMM,                     /* a library matrix multiply (libcall.h) */
   THUNK_CONV,                     /* a library convolution (libcall.h) */
+  THUNK_COMMAND_BUFFER,           /* a nested sequence recorded once into a
+                                     command buffer (a CUDA graph) and
+                                     replayed (command_buffer_pass.c) */
 } ThunkKind;
 
 typedef struct ThunkSeq ThunkSeq;
@@ -105,6 +109,10 @@ typedef struct Thunk {
   GemmDesc *gemm;
   ConvDesc *conv;
   BufSlice lib[LIB_MAX_SLICES];
+
+  /* COMMAND_BUFFER: the thunks it holds (kernels, copies, memsets, GEMMs,
+   * convolutions; no while, conditional or command buffer), run in order. */
+  ThunkSeq *commands;
 } Thunk;
 
 struct ThunkSeq {
@@ -183,6 +191,40 @@ bool libcall_check_conv(const ConvDesc *c, const BufSlice lib[], Diag *d);
 /* The thunk text after the kind: ", batch = 1, m = 64, ...". */
 void libcall_print_gemm(StrBuf *b, const GemmDesc *g, const BufSlice lib[]);
 void libcall_print_conv(StrBuf *b, const ConvDesc *c, const BufSlice lib[]);
+
+/*
+ * command_buffer_pass.c: XLA's CommandBufferConversionPass
+ */
+/* Which thunks may go into a command buffer (XLA's
+ * --xla_gpu_enable_command_buffer types; CMDBUF_COPY is xhloc's own). */
+enum {
+  CMDBUF_FUSION = 1 << 0,         /* kernels */
+  CMDBUF_CUBLAS = 1 << 1,         /* GEMMs printed as kGemm */
+  CMDBUF_CUBLASLT = 1 << 2,       /* GEMMs printed as kCublasLtMatmul */
+  CMDBUF_CUDNN = 1 << 3,          /* convolutions */
+  CMDBUF_COPY = 1 << 4,           /* device copies and memsets */
+  /* accepted for XLA compatibility; xhloc emits no such thunks into a
+   * command buffer (while and conditional stay outside) */
+  CMDBUF_CUSTOM_CALL = 1 << 5,
+  CMDBUF_COLLECTIVES = 1 << 6,
+  CMDBUF_CONDITIONAL = 1 << 7,
+  CMDBUF_WHILE = 1 << 8,
+};
+#define CMDBUF_DEFAULT_TYPES                                                  \
+  (CMDBUF_FUSION | CMDBUF_CUBLAS | CMDBUF_CUBLASLT | CMDBUF_CUDNN |            \
+   CMDBUF_COPY)
+#define CMDBUF_DEFAULT_MIN_SIZE 5 /* XLA's --xla_gpu_graph_min_graph_size */
+
+/* Parses a --command-buffer list: comma-separated type names (any case:
+ * fusion, cublas, cublaslt, cudnn, copy, custom_call, collectives,
+ * conditional(s), while), '' for none.  False with a message naming the
+ * bad name. */
+bool cmdbuf_parse_types(const char *list, unsigned *types, Diag *d);
+/* Replaces every run of at least min_size consecutive thunks of the given
+ * types, in the entry sequence and in every nested while / conditional
+ * sequence, with one COMMAND_BUFFER thunk holding them.  Returns how many
+ * command buffers it made. */
+int cmdbuf_convert(Artifact *a, unsigned types, int min_size);
 
 /*
  * thunk_file.c: the file

@@ -2,17 +2,223 @@
  * cuda.c - a mock libcuda.so.1 for check-cuda-libs.sh: one device, its
  * primary context, and device memory that is host memory (256-byte
  * aligned), so the mock cuBLASLt and cuDNN can compute on it.  Logs the
- * allocations and synchronizations; modules and kernels are not mocked.
+ * allocations and synchronizations.
+ *
+ * Kernels: a PTX image that names ".entry NAME(" provides the kernels of
+ * that name in the table below (C functions on f32[4] arrays).
+ *
+ * Streams and graphs, with CUDA's semantics: work issued to a stream that
+ * is being captured (cuStreamBeginCapture) is recorded as a graph node, not
+ * run; cuGraphLaunch runs an instantiated graph's nodes in order;
+ * cuGraphExecUpdate takes a graph of the same topology (node kinds and
+ * kernels) and replaces the parameters, and refuses any other
+ * (CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED).  Legacy-stream work while
+ * a capture is going on is refused, as a real driver refuses work that
+ * would join the capture implicitly.  Freed memory is poisoned (0xa5) and
+ * never reused, so a graph that kept stale addresses computes garbage.
+ * mock_cuda_defer lets the mock libraries put their work into a capture.
  */
 #include "mock_util.h"
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 
-static int live_allocs;
+static int live_allocs, live_graphs, live_execs;
 
 MOCK_EXPORT int mock_live_allocs(void);
 int mock_live_allocs(void) { return live_allocs; }
+MOCK_EXPORT int mock_live_graphs(void);
+int mock_live_graphs(void) { return live_graphs + live_execs; }
+
+/* ---- kernels -------------------------------------------------------------- */
+typedef struct Fn {
+  const char *name;
+  int nargs;
+  void (*fn)(CUdeviceptr *args);
+} Fn;
+#define F32(k) ((float *)(uintptr_t)args[k])
+static void k_add4(CUdeviceptr *args) {
+  for (int i = 0; i < 4; i++) F32(2)[i] = F32(0)[i] + F32(1)[i];
+}
+static void k_scale2(CUdeviceptr *args) {
+  for (int i = 0; i < 4; i++) F32(1)[i] = 2 * F32(0)[i];
+}
+#undef F32
+static Fn fns[] = {{"add4", 3, k_add4}, {"scale2", 2, k_scale2}};
+
+/* ---- streams and graphs --------------------------------------------------- */
+enum { N_KERNEL, N_COPY, N_MEMSET, N_HOST };
+typedef struct Node {
+  int kind;
+  const Fn *fn;                   /* N_KERNEL */
+  CUdeviceptr args[8];            /* N_KERNEL: the argument values */
+  CUdeviceptr dst, src;           /* N_COPY, N_MEMSET */
+  size_t n;                       /* N_COPY bytes, N_MEMSET words */
+  unsigned value;                 /* N_MEMSET */
+  void (*host)(void *);           /* N_HOST: a mock library's work */
+  void *arg;
+} Node;
+typedef struct Graph {
+  int n;
+  Node *nodes;
+} Graph;
+typedef struct Stream {
+  unsigned flags;
+  Graph *capture;                 /* non-NULL while capturing */
+} Stream;
+static int capturing;             /* streams being captured */
+
+static void add_node(Graph *g, Node nd) {
+  g->nodes = realloc(g->nodes, sizeof *g->nodes * (size_t)(g->n + 1));
+  g->nodes[g->n++] = nd;
+}
+
+static void run_node(const Node *nd) {
+  switch (nd->kind) {
+  case N_KERNEL: {
+    CUdeviceptr a[8];
+    memcpy(a, nd->args, sizeof a);
+    nd->fn->fn(a);
+    break;
+  }
+  case N_COPY:
+    memmove((void *)(uintptr_t)nd->dst, (void *)(uintptr_t)nd->src, nd->n);
+    break;
+  case N_MEMSET:
+    for (size_t k = 0; k < nd->n; k++) ((unsigned *)(uintptr_t)nd->dst)[k] = nd->value;
+    break;
+  case N_HOST:
+    nd->host(nd->arg);
+    break;
+  }
+}
+
+/* Work for `stream`: recorded when it is being captured, else run now.
+ * Legacy-stream work during a capture is refused (906,
+ * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). */
+static CUresult issue(void *stream, Node nd, const char *what) {
+  Stream *s = stream;
+  if (s && s->capture) {
+    mock_log("%s captured", what);
+    add_node(s->capture, nd);
+    return 0;
+  }
+  if (!s && capturing) {
+    mock_log("%s on the legacy stream during a capture: refused", what);
+    return 906;
+  }
+  mock_log("%s %s", what, s ? "stream" : "legacy");
+  run_node(&nd);
+  return 0;
+}
+
+/* For the mock libraries: puts fn(arg) into the capture of `stream` and
+ * returns 1, or returns 0 when the stream is not being captured (the caller
+ * then runs it now). */
+MOCK_EXPORT int mock_cuda_defer(void *stream, void (*fn)(void *), void *arg);
+int mock_cuda_defer(void *stream, void (*fn)(void *), void *arg) {
+  Stream *s = stream;
+  if (!s || !s->capture) return 0;
+  add_node(s->capture, (Node){.kind = N_HOST, .host = fn, .arg = arg});
+  return 1;
+}
+
+CUresult cuStreamCreate(void **out, unsigned flags) {
+  Stream *s = calloc(1, sizeof *s);
+  s->flags = flags;
+  *out = s;
+  mock_log("cuStreamCreate flags=%u", flags);
+  return 0;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+  mock_log("cuStreamDestroy");
+  free(s);
+  return 0;
+}
+CUresult cuStreamBeginCapture_v2(void *stream, int mode) {
+  Stream *s = stream;
+  if (!s) return 1;               /* the legacy stream cannot be captured */
+  if (s->capture) return 1;
+  mock_log("cuStreamBeginCapture mode=%d", mode);
+  if (mock_failing("cuStreamBeginCapture")) return mock_failing("cuStreamBeginCapture");
+  s->capture = calloc(1, sizeof *s->capture);
+  capturing++;
+  live_graphs++;
+  return 0;
+}
+CUresult cuStreamEndCapture(void *stream, void **out) {
+  Stream *s = stream;
+  if (!s || !s->capture) return 1;
+  mock_log("cuStreamEndCapture nodes=%d", s->capture->n);
+  *out = s->capture;
+  s->capture = NULL;
+  capturing--;
+  return 0;
+}
+static Graph *graph_copy(const Graph *g) {
+  Graph *x = calloc(1, sizeof *x);
+  x->n = g->n;
+  x->nodes = malloc(sizeof *x->nodes * (size_t)(g->n + 1));
+  memcpy(x->nodes, g->nodes, sizeof *x->nodes * (size_t)g->n);
+  return x;
+}
+static void graph_free(Graph *g) {
+  free(g->nodes);
+  free(g);
+}
+CUresult cuGraphInstantiateWithFlags(void **out, void *graph, unsigned long long flags) {
+  Graph *g = graph;
+  mock_log("cuGraphInstantiate nodes=%d", g->n);
+  if (mock_failing("cuGraphInstantiate")) return mock_failing("cuGraphInstantiate");
+  *out = graph_copy(g);
+  live_execs++;
+  return 0;
+}
+typedef struct {
+  int result;
+  void *error_node, *error_from_node;
+} UpdateInfo;
+CUresult cuGraphExecUpdate_v2(void *exec, void *graph, UpdateInfo *info) {
+  Graph *x = exec, *g = graph;
+  bool same = x->n == g->n;
+  for (int k = 0; same && k < g->n; k++)
+    same = x->nodes[k].kind == g->nodes[k].kind && x->nodes[k].fn == g->nodes[k].fn;
+  int fail = mock_failing("cuGraphExecUpdate");
+  if (!same || fail) {
+    mock_log("cuGraphExecUpdate refused%s", fail ? " (injected)" : ": topology changed");
+    info->result = 2;             /* CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED */
+    return 910;                   /* CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE */
+  }
+  mock_log("cuGraphExecUpdate nodes=%d", g->n);
+  memcpy(x->nodes, g->nodes, sizeof *x->nodes * (size_t)g->n);
+  info->result = 0;
+  return 0;
+}
+CUresult cuGraphLaunch(void *exec, void *stream) {
+  Graph *x = exec;
+  mock_log("cuGraphLaunch nodes=%d %s", x->n, stream ? "stream" : "legacy");
+  if (capturing && !stream) return 906;
+  for (int k = 0; k < x->n; k++) run_node(&x->nodes[k]);
+  return 0;
+}
+CUresult cuGraphDestroy(void *g) {
+  mock_log("cuGraphDestroy");
+  graph_free(g);
+  live_graphs--;
+  return 0;
+}
+CUresult cuGraphExecDestroy(void *x) {
+  mock_log("cuGraphExecDestroy");
+  graph_free(x);
+  live_execs--;
+  return 0;
+}
+
+/* ---- the rest of the driver ----------------------------------------------- */
+/* The sizes of the blocks handed out, to poison them when freed. */
+static struct { CUdeviceptr p; size_t n; } *blocks;
+static int nblocks;
+
 
 CUresult cuInit(unsigned f) { return 0; }
 CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
@@ -21,10 +227,27 @@ CUresult cuDeviceGetName(char *s, int n, int d) { snprintf(s, (size_t)n, "mock")
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuCtxSetCurrent(void *c) { return c == (void *)1 ? 0 : 1; }
-CUresult cuCtxSynchronize(void) { mock_log("cuCtxSynchronize"); return 0; }
-CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void **v) { return 218; }
-CUresult cuModuleUnload(void *m) { return 0; }
-CUresult cuModuleGetFunction(void **f, void *m, const char *name) { return 500; }
+CUresult cuCtxSynchronize(void) {
+  mock_log("cuCtxSynchronize");
+  return capturing ? 906 : 0;
+}
+CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void **v) {
+  if (!strstr(img, ".entry ")) return 218;
+  *m = strdup(img);
+  return 0;
+}
+CUresult cuModuleUnload(void *m) { free(m); return 0; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  char want[128];
+  snprintf(want, sizeof want, ".entry %s(", name);
+  if (!strstr(m, want)) return 500;
+  for (size_t k = 0; k < sizeof fns / sizeof fns[0]; k++)
+    if (strcmp(fns[k].name, name) == 0) {
+      *f = &fns[k];
+      return 0;
+    }
+  return 500;
+}
 CUresult cuFuncSetAttribute(void *f, int a, int v) { return 0; }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   void *m = aligned_alloc(256, (n + 255) / 256 * 256);
@@ -32,35 +255,57 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
   memset(m, 0, n);
   *p = (CUdeviceptr)(uintptr_t)m;
   live_allocs++;
+  blocks = realloc(blocks, sizeof *blocks * (size_t)(nblocks + 1));
+  blocks[nblocks].p = *p;
+  blocks[nblocks++].n = n;
   mock_log("cuMemAlloc %zu -> %p", n, m);
   return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
   mock_log("cuMemFree %p", (void *)(uintptr_t)p);
-  free((void *)(uintptr_t)p);
-  live_allocs--;
-  return 0;
+  for (int k = 0; k < nblocks; k++)
+    if (blocks[k].p == p) {
+      /* poisoned and never handed out again: stale users read garbage */
+      memset((void *)(uintptr_t)p, 0xa5, blocks[k].n);
+      blocks[k] = blocks[--nblocks];
+      live_allocs--;
+      return 0;
+    }
+  return 1;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
+  if (capturing) return 906;
   memcpy((void *)(uintptr_t)d, s, n);
   return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
+  if (capturing) return 906;
   memcpy(d, (void *)(uintptr_t)s, n);
   return 0;
 }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
-  memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
-  return 0;
+  return issue(NULL, (Node){.kind = N_COPY, .dst = d, .src = s, .n = n}, "cuMemcpyDtoD");
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+  return issue(st, (Node){.kind = N_COPY, .dst = d, .src = s, .n = n}, "cuMemcpyDtoDAsync");
 }
 CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n) {
-  for (size_t k = 0; k < n; k++) ((unsigned *)(uintptr_t)d)[k] = v;
-  return 0;
+  return issue(NULL, (Node){.kind = N_MEMSET, .dst = d, .value = v, .n = n}, "cuMemsetD32");
+}
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *st) {
+  return issue(st, (Node){.kind = N_MEMSET, .dst = d, .value = v, .n = n}, "cuMemsetD32Async");
 }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned sh, void *st, void **params,
                         void **extra) {
-  return 500;
+  const Fn *fn = f;
+  if (!fn || !gx || !gy || !gz || !bx || !by || !bz || extra) return 1;
+  if (mock_failing("cuLaunchKernel")) return mock_failing("cuLaunchKernel");
+  Node nd = {.kind = N_KERNEL, .fn = fn};
+  for (int k = 0; k < fn->nargs; k++) nd.args[k] = *(CUdeviceptr *)params[k];
+  char what[64];
+  snprintf(what, sizeof what, "cuLaunchKernel %s", fn->name);
+  return issue(st, nd, what);
 }
 CUresult cuEventCreate(void **e, unsigned fl) { *e = calloc(1, 8); return 0; }
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }

@@ -1,0 +1,348 @@
+/*
+ * cmdbuf_mock.c - check-cuda-libs.sh's driver for command buffers on the
+ * CUDA platform: an artifact whose entry is one command buffer (kernel,
+ * memset, kernel, copy, kernel) runs through the executor on the mock
+ * libcuda.so.1 (tests/mocks/cuda.c), whose streams and graphs behave like
+ * CUDA's (captured work is recorded, not run; a graph runs only when
+ * launched; freed memory is poisoned).  Checked: the results of every run,
+ * and the driver calls: the first run captures, instantiates and launches;
+ * a later run only launches; after the buffers move the capture is redone
+ * and the graph updated in place (or re-instantiated when the update is
+ * refused); a failure while recording ends the capture and the next run
+ * records again; with command buffers off no graph or stream call is made;
+ * every graph is destroyed with the executor.
+ *
+ *   cmdbuf_mock     (libcuda.so.1 found through LD_LIBRARY_PATH)
+ *
+ * Prints one line per failure and ends with "N passed, N failed".
+ */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/runtime/platform.h"
+
+static int passed, failed;
+
+static bool check(bool ok, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static bool check(bool ok, const char *fmt, ...) {
+  if (ok) {
+    passed++;
+    return true;
+  }
+  failed++;
+  va_list ap;
+  va_start(ap, fmt);
+  printf("FAIL: ");
+  vprintf(fmt, ap);
+  printf("\n");
+  va_end(ap);
+  return false;
+}
+
+/* ---- the mock's log ------------------------------------------------------- */
+
+static void *mock(void) { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); }
+
+static char *take(void) {
+  void *h = mock();
+  char *(*fn)(void) = h ? (char *(*)(void))dlsym(h, "mock_log_take") : NULL;
+  return fn ? fn() : xstrdup("");
+}
+
+static void fail_next(const char *name, int status) {
+  void *h = mock();
+  void (*fn)(const char *, int) = h ? (void (*)(const char *, int))dlsym(h, "mock_fail") : NULL;
+  if (fn) fn(name, status);
+}
+
+static int live_graphs(void) {
+  void *h = mock();
+  int (*fn)(void) = h ? (int (*)(void))dlsym(h, "mock_live_graphs") : NULL;
+  return fn ? fn() : -1;
+}
+
+static int count(const char *log, const char *part) {
+  int n = 0;
+  for (const char *p = log; (p = strstr(p, part)); p += strlen(part)) n++;
+  return n;
+}
+
+/* The log holds these lines in this order (others may come between). */
+static void expect_order(const char *what, const char *log, const char *const *lines) {
+  const char *at = log;
+  for (int k = 0; lines[k]; k++) {
+    const char *p = strstr(at, lines[k]);
+    if (!check(p != NULL, "%s: no '%s' (in order) in the driver log:\n%s", what, lines[k], log))
+      return;
+    at = p + strlen(lines[k]);
+  }
+}
+
+/* ---- the artifact --------------------------------------------------------- */
+
+static BufSlice sl(int a, int64_t off, int64_t size) { return (BufSlice){a, off, size}; }
+
+static Thunk kernel(Arena *ar, const char *name, int nargs, const BufSlice *args) {
+  Thunk k = {.kind = THUNK_KERNEL, .trip_count = -1};
+  k.kernel_name = arena_strdup(ar, name);
+  k.annotation = arena_strdup(ar, name);
+  k.nargs = nargs;
+  k.args = arena_memdup(ar, args, sizeof *args * (size_t)nargs);
+  k.written = ARENA_ARRAY(ar, bool, nargs);
+  k.written[nargs - 1] = true;
+  for (int j = 0; j < 3; j++) k.grid[j] = k.block[j] = 1;
+  k.block[0] = 4;
+  return k;
+}
+
+/* out = 2 * ((x + y) + 1): params x (alloc 0), y (1); temps in alloc 2;
+ * the output in alloc 3. */
+static Artifact *sample(void) {
+  Artifact *a = artifact_new();
+  Arena *ar = a->arena;
+  a->module_name = arena_strdup(ar, "cb");
+  a->target = arena_strdup(ar, "sm_90");
+  a->kernel_file = arena_strdup(ar, "cb.ptx");
+  a->result_shape = arena_strdup(ar, "f32[4]{0}");
+  a->nallocs = 4;
+  a->allocs = ARENA_ARRAY(ar, BufAlloc, 4);
+  for (int k = 0; k < 2; k++)
+    a->allocs[k] = (BufAlloc){.size = 16, .flags = ALLOC_PARAMETER, .param_number = k,
+                              .param_shape = arena_strdup(ar, "f32[4]{0}")};
+  a->allocs[2] = (BufAlloc){.size = 64, .flags = ALLOC_TEMP};
+  a->allocs[3] = (BufAlloc){.size = 16, .flags = ALLOC_OUTPUT,
+                            .output_shape = arena_strdup(ar, "f32[4]{0}")};
+  ThunkSeq *cmds = ARENA_NEW(ar, ThunkSeq);
+  cmds->n = 5;
+  cmds->thunks = ARENA_ARRAY(ar, Thunk, 5);
+  BufSlice add1[] = {sl(0, 0, 16), sl(1, 0, 16), sl(2, 0, 16)};
+  BufSlice add2[] = {sl(2, 0, 16), sl(2, 16, 16), sl(2, 32, 16)};
+  BufSlice scale[] = {sl(2, 48, 16), sl(3, 0, 16)};
+  cmds->thunks[0] = kernel(ar, "add4", 3, add1);
+  cmds->thunks[1] = (Thunk){.kind = THUNK_MEMSET32, .dst = sl(2, 16, 16),
+                            .memset_value = 0x3f800000u /* 1.0f */, .trip_count = -1};
+  cmds->thunks[2] = kernel(ar, "add4", 3, add2);
+  cmds->thunks[3] = (Thunk){.kind = THUNK_COPY, .src = sl(2, 32, 16), .dst = sl(2, 48, 16),
+                            .trip_count = -1};
+  cmds->thunks[4] = kernel(ar, "scale2", 2, scale);
+  a->entry.n = 1;
+  a->entry.thunks = ARENA_NEW(ar, Thunk);
+  a->entry.thunks[0] = (Thunk){.kind = THUNK_COMMAND_BUFFER, .trip_count = -1, .commands = cmds};
+  a->nparams = 2;
+  a->params = ARENA_ARRAY(ar, ArtLeaf, 2);
+  for (int k = 0; k < 2; k++)
+    a->params[k] = (ArtLeaf){sl(k, 0, 16), arena_strdup(ar, "f32[4]{0}")};
+  a->noutputs = 1;
+  a->outputs = ARENA_ARRAY(ar, ArtLeaf, 1);
+  a->outputs[0] = (ArtLeaf){sl(3, 0, 16), arena_strdup(ar, "f32[4]{0}")};
+  return a;
+}
+
+static const char ptx[] = "// mock\n.visible .entry add4(\n.visible .entry scale2(\n";
+
+/* One run with x = base + i, y = 10 * (i + 1); checks out = 2 * (x + y + 1).
+ * Returns the run's driver log (the caller frees it), NULL when it failed
+ * (*msg then holds the message, heap). */
+static char *run(Executor *ex, const char *what, float base, char **msg) {
+  Arena *ar = arena_new();
+  Shape *s = NULL;
+  Diag d = {0};
+  s = hlo_parse_shape(ar, "f32[4]{0}", &d);
+  Literal *in[2] = {literal_new(ar, s), literal_new(ar, s)};
+  float want[4];
+  for (int i = 0; i < 4; i++) {
+    float x = base + (float)i, y = 10.0f * (float)(i + 1);
+    ((float *)in[0]->data)[i] = x;
+    ((float *)in[1]->data)[i] = y;
+    want[i] = 2 * (x + y + 1);
+  }
+  free(take());
+  Literal *out = NULL;
+  bool ok = executor_run(ex, in, ar, &out, &d);
+  char *log = take();
+  if (msg) *msg = NULL;
+  if (!ok) {
+    if (msg) *msg = xstrdup(d.msg ? d.msg : "");
+    else check(false, "%s: the run failed: %s", what, d.msg ? d.msg : "");
+    diag_clear(&d);
+    arena_free(ar);
+    free(log);
+    return NULL;
+  }
+  const float *got = (const float *)out->data;
+  bool same = true;
+  for (int i = 0; i < 4; i++) same = same && got[i] == want[i];
+  check(same, "%s: results %g %g %g %g, want %g %g %g %g", what, got[0], got[1], got[2],
+        got[3], want[0], want[1], want[2], want[3]);
+  arena_free(ar);
+  return log;
+}
+
+static Executor *setup(Platform *p, const Artifact *a, const char *what) {
+  Diag d = {0};
+  Executor *ex = executor_new(a, p, (const uint8_t *)ptx, sizeof ptx - 1, "cb.ptx", &d);
+  check(ex != NULL, "%s: executor_new: %s", what, d.msg ? d.msg : "");
+  diag_clear(&d);
+  return ex;
+}
+
+static void test_record_replay_update(Platform *p, const Artifact *a) {
+  Executor *ex = setup(p, a, "record");
+  if (!ex) return;
+  char *log = run(ex, "first run", 1, NULL);
+  if (log) {
+    static const char *const want[] = {
+        "cuStreamCreate flags=1",        "cuStreamBeginCapture mode=2",
+        "cuLaunchKernel add4 captured",  "cuMemsetD32Async captured",
+        "cuLaunchKernel add4 captured",  "cuMemcpyDtoDAsync captured",
+        "cuLaunchKernel scale2 captured", "cuStreamEndCapture nodes=5",
+        "cuGraphInstantiate nodes=5",    "cuGraphDestroy",
+        "cuGraphLaunch nodes=5 legacy",  "cuCtxSynchronize",
+        NULL};
+    expect_order("first run", log, want);
+    check(count(log, "legacy\n") == 1 && count(log, " stream\n") == 0,
+          "first run: the commands run only through the graph:\n%s", log);
+  }
+  free(log);
+
+  log = run(ex, "second run", 5, NULL);
+  if (log) {
+    check(count(log, "cuGraphLaunch nodes=5 legacy") == 1,
+          "second run: one graph launch:\n%s", log);
+    check(!strstr(log, "Capture") && !strstr(log, "Instantiate") && !strstr(log, "Update") &&
+              !strstr(log, "cuLaunchKernel") && !strstr(log, "cuStreamCreate"),
+          "second run: nothing recorded again:\n%s", log);
+  }
+  free(log);
+
+  /* new addresses: recorded again, the graph updated in place */
+  Diag d = {0};
+  check(executor_move_buffers(ex, &d), "move buffers: %s", d.msg ? d.msg : "");
+  diag_clear(&d);
+  log = run(ex, "after a move", -3, NULL);
+  if (log) {
+    static const char *const want[] = {"cuStreamBeginCapture mode=2",
+                                       "cuStreamEndCapture nodes=5",
+                                       "cuGraphExecUpdate nodes=5", "cuGraphDestroy",
+                                       "cuGraphLaunch nodes=5 legacy", NULL};
+    expect_order("after a move", log, want);
+    check(!strstr(log, "cuGraphInstantiate") && !strstr(log, "cuStreamCreate"),
+          "after a move: updated, not instantiated again:\n%s", log);
+  }
+  free(log);
+  log = run(ex, "after a move, again", 7, NULL);
+  if (log) check(!strstr(log, "Capture"), "after a move, again: replayed only:\n%s", log);
+  free(log);
+
+  /* an update the driver refuses: a new graph instead */
+  check(executor_move_buffers(ex, &d), "move buffers: %s", d.msg ? d.msg : "");
+  diag_clear(&d);
+  fail_next("cuGraphExecUpdate", 910);
+  log = run(ex, "update refused", 2, NULL);
+  fail_next(NULL, 0);
+  if (log) {
+    static const char *const want[] = {"cuGraphExecUpdate refused", "cuGraphExecDestroy",
+                                       "cuGraphInstantiate nodes=5", "cuGraphDestroy",
+                                       "cuGraphLaunch nodes=5 legacy", NULL};
+    expect_order("update refused", log, want);
+  }
+  free(log);
+
+  executor_free(ex);
+  log = take();
+  check(count(log, "cuGraphExecDestroy") == 1, "executor_free destroys the graph:\n%s", log);
+  check(live_graphs() == 0, "no graph left (%d)", live_graphs());
+  free(log);
+}
+
+static void test_recording_failure(Platform *p, const Artifact *a) {
+  Executor *ex = setup(p, a, "recording failure");
+  if (!ex) return;
+  fail_next("cuLaunchKernel", 1);
+  char *msg = NULL;
+  char *log = run(ex, "recording failure", 1, &msg);
+  fail_next(NULL, 0);
+  check(!log && msg && strstr(msg, "cuLaunchKernel failed") && strstr(msg, "'add4'"),
+        "a kernel that cannot be recorded fails the run naming it: %s", msg ? msg : "");
+  free(msg);
+  free(log);
+  /* the capture was ended and nothing kept: the next run records anew */
+  log = run(ex, "after a recording failure", 1, NULL);
+  if (log) {
+    static const char *const want[] = {"cuStreamBeginCapture", "cuStreamEndCapture nodes=5",
+                                       "cuGraphInstantiate nodes=5", "cuGraphLaunch", NULL};
+    expect_order("after a recording failure", log, want);
+  }
+  free(log);
+  executor_free(ex);
+  free(take());
+  check(live_graphs() == 0, "recording failure: no graph left (%d)", live_graphs());
+}
+
+static void test_off(Platform *p, const Artifact *a) {
+  Executor *ex = setup(p, a, "off");
+  if (!ex) return;
+  executor_set_command_buffers(ex, false);
+  for (int k = 0; k < 2; k++) {
+    char *log = run(ex, k ? "off, second run" : "off", (float)k, NULL);
+    if (!log) continue;
+    static const char *const want[] = {
+        "cuLaunchKernel add4 legacy", "cuMemsetD32 legacy", "cuLaunchKernel add4 legacy",
+        "cuMemcpyDtoD legacy", "cuLaunchKernel scale2 legacy", NULL};
+    expect_order("off", log, want);
+    check(!strstr(log, "Graph") && !strstr(log, "Capture") && !strstr(log, "cuStream"),
+          "off: no graph or stream call:\n%s", log);
+    free(log);
+  }
+  executor_free(ex);
+  free(take());
+}
+
+/* --profile: the command buffer is timed as a whole; its commands are
+ * recorded, not run, so they show no time. */
+static void test_profile(Platform *p, const Artifact *a) {
+  Executor *ex = setup(p, a, "profile");
+  if (!ex) return;
+  executor_set_profile(ex, true);
+  char *log = run(ex, "profile", 3, NULL);
+  free(log);
+  log = run(ex, "profile, replay", 4, NULL);
+  free(log);
+  const ThunkProfile *tp;
+  int n = executor_profile(ex, &tp);
+  check(n == 6 && tp[0].thunk->kind == THUNK_COMMAND_BUFFER && tp[0].nsamples == 2 &&
+            tp[1].depth == 1,
+        "profile: the command buffer and its 5 commands (%d entries)", n);
+  for (int k = 1; k < n; k++)
+    check(tp[k].nsamples == 2 && tp[k].ms[0] == 0 && tp[k].ms[1] == 0,
+          "profile: command %d shows no time of its own", k);
+  executor_free(ex);
+  free(take());
+}
+
+int main(void) {
+  Diag d = {0};
+  Platform *p = platform_cuda_new(NULL, &d);
+  if (!check(p != NULL, "platform_cuda_new on the mock driver: %s", d.msg ? d.msg : "")) {
+    printf("%d passed, %d failed\n", passed, failed);
+    return 1;
+  }
+  check(p->cmdbuf_begin && p->cmdbuf_end && p->cmdbuf_launch && p->cmdbuf_free,
+        "the CUDA platform has command buffers on a driver with graphs");
+  Artifact *a = sample();
+  check(artifact_validate(a, &d), "the sample artifact is valid: %s", d.msg ? d.msg : "");
+  diag_clear(&d);
+  test_record_replay_update(p, a);
+  test_recording_failure(p, a);
+  test_off(p, a);
+  test_profile(p, a);
+  artifact_free(a);
+  platform_free(p);
+  char *log = take();
+  check(strstr(log, "cuStreamDestroy") != NULL, "the capture stream is destroyed:\n%s", log);
+  free(log);
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}
