@@ -171,6 +171,8 @@ make_art() {
 for kind in add badsub loop layout tuple; do make_art $kind host $kind; done
 make_art add sm_90 gadd
 make_art loop sm_90 gloop
+make_art loop-cb host loopcb
+make_art loop-cb sm_90 gloopcb
 
 A=$tmp/add.thunks
 in2=("--input=4xf32=1 2 3 4" "--input=4xf32=10 20 30 40.5")
@@ -222,6 +224,18 @@ expect "describe kernel" 0 "add4" -- "$run" "$A" --describe
 expect "describe target" 0 "host" -- "$run" "$A" --describe
 expect "describe gpu without gpu" 0 "sm_90" -- "$run" "$tmp/gadd.thunks" --describe
 expect "iterations" 0 "5 runs: min" -- "$run" "$A" "${in2[@]}" --iterations=5 --quiet
+# command buffers (memset; cond kernel; body kernel and copy): the host runs
+# their thunks in order, with or without --command-buffers
+for n in 7:7 -3:0; do
+  for cbf in on off; do
+    expect "loop-cb n=${n%:*} $cbf" 0 "" -- "$run" "$tmp/loopcb.thunks" "--input=${n%:*}" \
+      "--expected-output=s32=${n#*:}" --command-buffers=$cbf --quiet
+  done
+done
+expect "loop-cb describe" 0 "kCommandBuffer" -- "$run" "$tmp/loopcb.thunks" --describe
+expect "loop-cb profile" 0 "cmd-buffer" -- "$run" "$tmp/loopcb.thunks" --input=3 --profile --quiet
+expect "bad --command-buffers" 2 "bad value for --command-buffers: yes (on or off)" -- \
+  "$run" "$tmp/loopcb.thunks" --input=3 --command-buffers=yes
 expect "profile" 0 "per thunk" -- "$run" "$tmp/loop.thunks" --input=3 --iterations=3 --profile --quiet
 out=$("$run" "$tmp/loop.thunks" --input=3 --profile --quiet 2>&1)
 for k in memset32 while kernel copy; do
@@ -293,6 +307,10 @@ gpu_cases() {
   for n in 5:5 -1:0; do
     expect "$l loop n=${n%:*}" 0 "" -- "$run" "$tmp/gloop.thunks" --platform=cuda \
       "--input=${n%:*}" "--expected-output=s32=${n#*:}" --quiet
+    for cbf in on off; do
+      expect "$l loop-cb n=${n%:*} $cbf" 0 "" -- "$run" "$tmp/gloopcb.thunks" \
+        "--input=${n%:*}" "--expected-output=s32=${n#*:}" --command-buffers=$cbf --quiet
+    done
   done
   expect "$l profile" 0 "per thunk" -- "$run" "$tmp/gloop.thunks" --input=4 --iterations=3 \
     --profile --quiet
