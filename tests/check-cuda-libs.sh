@@ -67,7 +67,7 @@ driver() {
   fi
 }
 driver cuda_libs_mock "$drv" "$mk" "$tmp/search"
-driver cmdbuf_mock "$cbdrv"
+driver cmdbuf_mock "$cbdrv" "$mk"
 
 echo "check-cuda-libs: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"

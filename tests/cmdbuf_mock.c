@@ -10,9 +10,12 @@
  * and the graph updated in place (or re-instantiated when the update is
  * refused); a failure while recording ends the capture and the next run
  * records again; with command buffers off no graph or stream call is made;
- * every graph is destroyed with the executor.
+ * every graph is destroyed with the executor.  A second artifact puts a
+ * GEMM between two kernels: the mock cuBLASLt is called on the captured
+ * stream and its multiply runs inside the graph, in order.
  *
- *   cmdbuf_mock     (libcuda.so.1 found through LD_LIBRARY_PATH)
+ *   cmdbuf_mock MOCKDIR   (libcuda.so.1 found through LD_LIBRARY_PATH,
+ *                          libcublasLt.so.13 in MOCKDIR)
  *
  * Prints one line per failure and ends with "N passed, N failed".
  */
@@ -140,12 +143,39 @@ static Artifact *sample(void) {
   return a;
 }
 
+/* out = 2 * ((x + y) @ y), x and y as f32[2,2] row-major: add4 into a temp,
+ * a cuBLASLt GEMM into another, scale2 into the output. */
+static Artifact *gemm_sample(void) {
+  Artifact *a = sample();
+  Arena *ar = a->arena;
+  ThunkSeq *cmds = a->entry.thunks[0].commands;
+  BufSlice add1[] = {sl(0, 0, 16), sl(1, 0, 16), sl(2, 0, 16)};
+  BufSlice scale[] = {sl(2, 16, 16), sl(3, 0, 16)};
+  cmds->n = 3;
+  cmds->thunks[0] = kernel(ar, "add4", 3, add1);
+  Thunk *g = &cmds->thunks[1];
+  *g = (Thunk){.kind = THUNK_GEMM, .trip_count = -1};
+  g->annotation = arena_strdup(ar, "dot");
+  g->target = arena_strdup(ar, "__cublas$lt$matmul");
+  GemmDesc *gd = g->gemm = ARENA_NEW(ar, GemmDesc);
+  gd->batch = 1, gd->m = 2, gd->n = 2, gd->k = 2;
+  gd->a = gd->b = gd->d = gd->c = (GemmMatrix){ET_F32, 2, 2, 0, 2, 1};
+  gd->alpha_re = 1;
+  gd->bias_et = ET_F32;
+  for (int k = 0; k < LIB_MAX_SLICES; k++) g->lib[k] = sl(-1, 0, 0);
+  g->lib[GEMM_A] = sl(2, 0, 16);
+  g->lib[GEMM_B] = sl(1, 0, 16);
+  g->lib[GEMM_D] = sl(2, 16, 16);
+  cmds->thunks[2] = kernel(ar, "scale2", 2, scale);
+  return a;
+}
+
 static const char ptx[] = "// mock\n.visible .entry add4(\n.visible .entry scale2(\n";
 
 /* One run with x = base + i, y = 10 * (i + 1); checks out = 2 * (x + y + 1).
  * Returns the run's driver log (the caller frees it), NULL when it failed
  * (*msg then holds the message, heap). */
-static char *run(Executor *ex, const char *what, float base, char **msg) {
+static char *run_with(Executor *ex, const char *what, float base, bool gemm, char **msg) {
   Arena *ar = arena_new();
   Shape *s = NULL;
   Diag d = {0};
@@ -157,6 +187,15 @@ static char *run(Executor *ex, const char *what, float base, char **msg) {
     ((float *)in[0]->data)[i] = x;
     ((float *)in[1]->data)[i] = y;
     want[i] = 2 * (x + y + 1);
+  }
+  if (gemm) {
+    const float *x = (const float *)in[0]->data, *y = (const float *)in[1]->data;
+    for (int i = 0; i < 2; i++)
+      for (int j = 0; j < 2; j++) {
+        float acc = 0;
+        for (int k = 0; k < 2; k++) acc += (x[2 * i + k] + y[2 * i + k]) * y[2 * k + j];
+        want[2 * i + j] = 2 * acc;
+      }
   }
   free(take());
   Literal *out = NULL;
@@ -178,6 +217,10 @@ static char *run(Executor *ex, const char *what, float base, char **msg) {
         got[3], want[0], want[1], want[2], want[3]);
   arena_free(ar);
   return log;
+}
+
+static char *run(Executor *ex, const char *what, float base, char **msg) {
+  return run_with(ex, what, base, false, msg);
 }
 
 static Executor *setup(Platform *p, const Artifact *a, const char *what) {
@@ -322,9 +365,68 @@ static void test_profile(Platform *p, const Artifact *a) {
   free(take());
 }
 
-int main(void) {
+static char *take_lt(const char *mockdir) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/libcublasLt.so.13", mockdir);
+  void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+  char *(*fn)(void) = h ? (char *(*)(void))dlsym(h, "mock_log_take") : NULL;
+  return fn ? fn() : xstrdup("");
+}
+
+static void test_gemm(Platform *p, const char *mockdir) {
+  Artifact *a = gemm_sample();
   Diag d = {0};
-  Platform *p = platform_cuda_new(NULL, &d);
+  check(artifact_validate(a, &d), "the GEMM sample is valid: %s", d.msg ? d.msg : "");
+  diag_clear(&d);
+  Executor *ex = setup(p, a, "gemm");
+  if (!ex) {
+    artifact_free(a);
+    return;
+  }
+  free(take_lt(mockdir));
+  char *log = run_with(ex, "gemm first run", 1, true, NULL);
+  char *lt = take_lt(mockdir);
+  if (log) {
+    static const char *const want[] = {"cuStreamBeginCapture mode=2",
+                                       "cuLaunchKernel add4 captured",
+                                       "cuLaunchKernel scale2 captured",
+                                       "cuStreamEndCapture nodes=3", "cuGraphInstantiate nodes=3",
+                                       "cuGraphLaunch nodes=3 legacy", NULL};
+    expect_order("gemm first run", log, want);
+    check(strstr(lt, "cublasLtMatmul captured") != NULL && !strstr(lt, "stream=(nil)"),
+          "gemm first run: cuBLASLt is called on the captured stream:\n%s", lt);
+  }
+  free(log);
+  free(lt);
+  /* the replay runs the GEMM again, on the new inputs */
+  log = run_with(ex, "gemm replay", -2, true, NULL);
+  lt = take_lt(mockdir);
+  if (log)
+    check(!strstr(log, "Capture") && !strstr(lt, "cublasLtMatmul"),
+          "gemm replay: only the graph runs:\n%s%s", log, lt);
+  free(log);
+  free(lt);
+  executor_set_command_buffers(ex, false);
+  log = run_with(ex, "gemm off", 3, true, NULL);
+  lt = take_lt(mockdir);
+  if (log)
+    check(strstr(lt, "stream=(nil)") && !strstr(lt, "captured") && !strstr(log, "Graph"),
+          "gemm off: cuBLASLt on the default stream, no graph:\n%s%s", log, lt);
+  free(log);
+  free(lt);
+  executor_free(ex);
+  free(take());
+  artifact_free(a);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: cmdbuf_mock MOCKDIR\n");
+    return 2;
+  }
+  Diag d = {0};
+  PlatformOptions o = {.lib_path = argv[1]};
+  Platform *p = platform_cuda_new(&o, &d);
   if (!check(p != NULL, "platform_cuda_new on the mock driver: %s", d.msg ? d.msg : "")) {
     printf("%d passed, %d failed\n", passed, failed);
     return 1;
@@ -338,6 +440,7 @@ int main(void) {
   test_recording_failure(p, a);
   test_off(p, a);
   test_profile(p, a);
+  test_gemm(p, argv[1]);
   artifact_free(a);
   platform_free(p);
   char *log = take();
