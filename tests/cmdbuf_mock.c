@@ -10,12 +10,13 @@
  * and the graph updated in place (or re-instantiated when the update is
  * refused); a failure while recording ends the capture and the next run
  * records again; with command buffers off no graph or stream call is made;
- * every graph is destroyed with the executor.  A second artifact puts a
- * GEMM between two kernels: the mock cuBLASLt is called on the captured
- * stream and its multiply runs inside the graph, in order.
+ * every graph is destroyed with the executor.  Two more artifacts put a
+ * GEMM and a convolution between two kernels: the mock cuBLASLt and cuDNN
+ * are called on the captured stream (cuDNN allocating its own workspace
+ * during the capture) and their work runs inside the graph, in order.
  *
  *   cmdbuf_mock MOCKDIR   (libcuda.so.1 found through LD_LIBRARY_PATH,
- *                          libcublasLt.so.13 in MOCKDIR)
+ *                          libcublasLt.so.13 and libcudnn.so.9 in MOCKDIR)
  *
  * Prints one line per failure and ends with "N passed, N failed".
  */
@@ -170,12 +171,41 @@ static Artifact *gemm_sample(void) {
   return a;
 }
 
+/* out = 2 * (x + y) * y[0]: add4 into a temp, a 1x1 cuDNN convolution of
+ * it (as f32[1,1,2,2]) with the filter y[0] into another, scale2 into the
+ * output.  No workspace slice: cuDNN allocates its own. */
+static Artifact *conv_sample(void) {
+  Artifact *a = gemm_sample();
+  Arena *ar = a->arena;
+  Thunk *g = &a->entry.thunks[0].commands->thunks[1];
+  *g = (Thunk){.kind = THUNK_CONV, .trip_count = -1};
+  g->annotation = arena_strdup(ar, "conv");
+  g->target = arena_strdup(ar, "__cudnn$convForward");
+  ConvDesc *c = g->conv = ARENA_NEW(ar, ConvDesc);
+  c->kind = CONV_FORWARD;
+  c->nspatial = 2;
+  ConvTensor x = {ET_F32, {1, 1, 2, 2}, {4, 4, 2, 1}}, w = {ET_F32, {1, 1, 1, 1}, {1, 1, 1, 1}};
+  c->x = c->y = x;
+  c->w = w;
+  c->stride[0] = c->stride[1] = c->dilation[0] = c->dilation[1] = 1;
+  c->groups = 1;
+  c->alpha = 1;
+  c->bias_et = ET_F32;
+  for (int k = 0; k < LIB_MAX_SLICES; k++) g->lib[k] = sl(-1, 0, 0);
+  g->lib[CONV_X] = sl(2, 0, 16);
+  g->lib[CONV_W] = sl(1, 0, 4);
+  g->lib[CONV_Y] = sl(2, 16, 16);
+  return a;
+}
+
 static const char ptx[] = "// mock\n.visible .entry add4(\n.visible .entry scale2(\n";
 
 /* One run with x = base + i, y = 10 * (i + 1); checks out = 2 * (x + y + 1).
  * Returns the run's driver log (the caller frees it), NULL when it failed
  * (*msg then holds the message, heap). */
-static char *run_with(Executor *ex, const char *what, float base, bool gemm, char **msg) {
+enum { PLAIN, GEMM, CONV };
+
+static char *run_with(Executor *ex, const char *what, float base, int lib, char **msg) {
   Arena *ar = arena_new();
   Shape *s = NULL;
   Diag d = {0};
@@ -188,7 +218,11 @@ static char *run_with(Executor *ex, const char *what, float base, bool gemm, cha
     ((float *)in[1]->data)[i] = y;
     want[i] = 2 * (x + y + 1);
   }
-  if (gemm) {
+  if (lib == CONV) {
+    const float *x = (const float *)in[0]->data, *y = (const float *)in[1]->data;
+    for (int i = 0; i < 4; i++) want[i] = 2 * ((x[i] + y[i]) * y[0]);
+  }
+  if (lib == GEMM) {
     const float *x = (const float *)in[0]->data, *y = (const float *)in[1]->data;
     for (int i = 0; i < 2; i++)
       for (int j = 0; j < 2; j++) {
@@ -220,7 +254,7 @@ static char *run_with(Executor *ex, const char *what, float base, bool gemm, cha
 }
 
 static char *run(Executor *ex, const char *what, float base, char **msg) {
-  return run_with(ex, what, base, false, msg);
+  return run_with(ex, what, base, PLAIN, msg);
 }
 
 static Executor *setup(Platform *p, const Artifact *a, const char *what) {
@@ -365,9 +399,9 @@ static void test_profile(Platform *p, const Artifact *a) {
   free(take());
 }
 
-static char *take_lt(const char *mockdir) {
+static char *take_lib(const char *mockdir, const char *lib) {
   char path[1024];
-  snprintf(path, sizeof path, "%s/libcublasLt.so.13", mockdir);
+  snprintf(path, sizeof path, "%s/%s", mockdir, lib);
   void *h = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
   char *(*fn)(void) = h ? (char *(*)(void))dlsym(h, "mock_log_take") : NULL;
   return fn ? fn() : xstrdup("");
@@ -383,9 +417,9 @@ static void test_gemm(Platform *p, const char *mockdir) {
     artifact_free(a);
     return;
   }
-  free(take_lt(mockdir));
-  char *log = run_with(ex, "gemm first run", 1, true, NULL);
-  char *lt = take_lt(mockdir);
+  free(take_lib(mockdir, "libcublasLt.so.13"));
+  char *log = run_with(ex, "gemm first run", 1, GEMM, NULL);
+  char *lt = take_lib(mockdir, "libcublasLt.so.13");
   if (log) {
     static const char *const want[] = {"cuStreamBeginCapture mode=2",
                                        "cuLaunchKernel add4 captured",
@@ -399,21 +433,67 @@ static void test_gemm(Platform *p, const char *mockdir) {
   free(log);
   free(lt);
   /* the replay runs the GEMM again, on the new inputs */
-  log = run_with(ex, "gemm replay", -2, true, NULL);
-  lt = take_lt(mockdir);
+  log = run_with(ex, "gemm replay", -2, GEMM, NULL);
+  lt = take_lib(mockdir, "libcublasLt.so.13");
   if (log)
     check(!strstr(log, "Capture") && !strstr(lt, "cublasLtMatmul"),
           "gemm replay: only the graph runs:\n%s%s", log, lt);
   free(log);
   free(lt);
   executor_set_command_buffers(ex, false);
-  log = run_with(ex, "gemm off", 3, true, NULL);
-  lt = take_lt(mockdir);
+  log = run_with(ex, "gemm off", 3, GEMM, NULL);
+  lt = take_lib(mockdir, "libcublasLt.so.13");
   if (log)
     check(strstr(lt, "stream=(nil)") && !strstr(lt, "captured") && !strstr(log, "Graph"),
           "gemm off: cuBLASLt on the default stream, no graph:\n%s%s", log, lt);
   free(log);
   free(lt);
+  executor_free(ex);
+  free(take());
+  artifact_free(a);
+}
+
+static void test_conv(Platform *p, const char *mockdir) {
+  Artifact *a = conv_sample();
+  Diag d = {0};
+  check(artifact_validate(a, &d), "the convolution sample is valid: %s", d.msg ? d.msg : "");
+  diag_clear(&d);
+  Executor *ex = setup(p, a, "conv");
+  if (!ex) {
+    artifact_free(a);
+    return;
+  }
+  const char *dnn = "libcudnn.so.9";
+  char *log = run_with(ex, "conv first run", 1, CONV, NULL);
+  char *lg = take_lib(mockdir, dnn);
+  if (log) {
+    static const char *const want[] = {"cuStreamBeginCapture mode=2",
+                                       "cuLaunchKernel add4 captured", "cuMemAlloc",
+                                       "cuLaunchKernel scale2 captured",
+                                       "cuStreamEndCapture nodes=3", "cuGraphLaunch nodes=3", NULL};
+    expect_order("conv first run", log, want);
+    static const char *const want_dnn[] = {"cudnnSetStream 0x", "cudnnBackendExecute captured",
+                                           "cudnnBackendExecute engine=", NULL};
+    expect_order("conv first run (cuDNN)", lg, want_dnn);
+  }
+  free(log);
+  free(lg);
+  log = run_with(ex, "conv replay", 4, CONV, NULL);
+  lg = take_lib(mockdir, dnn);
+  if (log)
+    check(!strstr(log, "Capture") && !strstr(lg, "captured") && !strstr(lg, "cudnnSetStream") &&
+              strstr(lg, "cudnnBackendExecute engine="),
+          "conv replay: only the graph runs the convolution:\n%s%s", log, lg);
+  free(log);
+  free(lg);
+  executor_set_command_buffers(ex, false);
+  log = run_with(ex, "conv off", -1, CONV, NULL);
+  lg = take_lib(mockdir, dnn);
+  if (log)
+    check(strstr(lg, "cudnnSetStream (nil)") && !strstr(lg, "captured") && !strstr(log, "Graph"),
+          "conv off: cuDNN back on the default stream, no graph:\n%s%s", log, lg);
+  free(log);
+  free(lg);
   executor_free(ex);
   free(take());
   artifact_free(a);
@@ -441,6 +521,7 @@ int main(int argc, char **argv) {
   test_off(p, a);
   test_profile(p, a);
   test_gemm(p, argv[1]);
+  test_conv(p, argv[1]);
   artifact_free(a);
   platform_free(p);
   char *log = take();

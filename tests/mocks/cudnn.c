@@ -9,8 +9,13 @@
  * bytes of workspace) and engine 1 (no notes, 256 bytes).
  * cudnnBackendExecute checks the variant pack (every non-virtual tensor, its
  * alignment, the workspace), logs the whole graph it runs in one entry, and
- * computes it for real on the (host) memory.
+ * computes it for real on the (host) memory.  On a stream the mock libcuda
+ * is capturing (cudnnSetStream), the execution is recorded into the capture
+ * (mock_cuda_defer) with a copy of the variant pack as it is at the call,
+ * and runs when the graph is launched.
  */
+#include <dlfcn.h>
+
 #include "../../lib/runtime/cudnn_min.h"
 #include "mock_util.h"
 
@@ -86,6 +91,7 @@ static const struct {
 
 static int live;
 static cudnnHandle_t the_handle;
+static cudaStream_t the_stream;   /* cudnnSetStream's */
 static char last_error[256];
 
 MOCK_EXPORT int mock_live_descriptors(void);
@@ -159,6 +165,7 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t h) {
 }
 cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s) {
   mock_log("cudnnSetStream %p", (void *)s);
+  if (h == the_handle) the_stream = s;
   return h == the_handle ? CUDNN_STATUS_SUCCESS : CUDNN_STATUS_BAD_PARAM;
 }
 
@@ -604,12 +611,56 @@ static void put_list(char **s, size_t *len, size_t *cap, Desc *d, int name) {
     len += (size_t)snprintf(text + len, cap - len, __VA_ARGS__);                 \
   } while (0)
 
+static cudnnStatus_t execute(Desc *plan, Desc *vp);
+
+/* An execution recorded into a capture: the plan (the caller keeps it as
+ * long as its handle) and a copy of the variant pack. */
+typedef struct Deferred {
+  Desc *plan;
+  Desc vp;
+} Deferred;
+
+static void run_deferred(void *p) {
+  Deferred *x = p;
+  execute(x->plan, &x->vp);
+}
+
+/* Records the execution into the capture of the handle's stream (1), or 0
+ * when the mock libcuda is not capturing it. */
+static int defer(Desc *plan, const Desc *vp) {
+  if (!the_stream) return 0;
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  int (*fn)(void *, void (*)(void *), void *) =
+      cu ? (int (*)(void *, void (*)(void *), void *))dlsym(cu, "mock_cuda_defer") : NULL;
+  if (!fn) return 0;
+  Deferred *x = malloc(sizeof *x);  /* the graph keeps it */
+  x->plan = plan;
+  x->vp = *vp;
+  for (int k = 0; k < vp->nattrs; k++) {
+    size_t n = (size_t)(vp->attrs[k].n * type_size(vp->attrs[k].type));
+    x->vp.attrs[k].v = malloc(n + 1);
+    memcpy(x->vp.attrs[k].v, vp->attrs[k].v, n);
+  }
+  if (fn(the_stream, run_deferred, x)) return 1;
+  for (int k = 0; k < vp->nattrs; k++) free(x->vp.attrs[k].v);
+  free(x);
+  return 0;
+}
+
 cudnnStatus_t cudnnBackendExecute(cudnnHandle_t h, cudnnBackendDescriptor_t pp,
                                   cudnnBackendDescriptor_t vpp) {
   Desc *plan = as_desc(pp), *vp = as_desc(vpp);
   if (h != the_handle || !plan || !plan->final || plan->type != CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR ||
       !vp || !vp->final || vp->type != CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
     return fail(CUDNN_STATUS_BAD_PARAM, "execute: bad handle, plan or variant pack");
+  if (defer(plan, vp)) {
+    mock_log("cudnnBackendExecute captured");
+    return CUDNN_STATUS_SUCCESS;
+  }
+  return execute(plan, vp);
+}
+
+static cudnnStatus_t execute(Desc *plan, Desc *vp) {
   Desc *graph = plan->graph;
   Attr *ops = attr(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS);
   Attr *ids = attr(vp, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS), *ptrs = attr(vp, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS);
