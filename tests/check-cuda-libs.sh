@@ -5,8 +5,10 @@
 # build/tests/cuda_libs_mock against them (GEMMs through cuBLASLt,
 # convolutions through cuDNN's backend API: results, call sequences and
 # arguments, caching, workspaces, errors; then the library search order and
-# its messages), and checks that cublaslt.c and cudnn.c also compile with
-# the minimal headers alone (no toolkit headers).
+# its messages), then build/tests/cuda_profile_mock (profiling and tracing
+# through the mock's CUDA events: marks, calls, timeline, bytes, the summary
+# and the trace file), and checks that cublaslt.c and cudnn.c also compile
+# with the minimal headers alone (no toolkit headers).
 #
 # Run from the repository root; test programs in ${XHLOC_TESTBIN:-build/tests}.
 set -u
@@ -45,16 +47,28 @@ for f in lib/runtime/cublaslt.c lib/runtime/cudnn.c; do
   fi
 done
 
-out=$(LD_LIBRARY_PATH="$mk${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$drv" "$mk" "$tmp/search" 2>&1)
-rc=$?
-printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
-line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
-if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-  passed=$((passed + BASH_REMATCH[1]))
-  failed=$((failed + BASH_REMATCH[2]))
-  if [ "$rc" -ne 0 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then bad "the driver exited with $rc"; fi
+# run_driver PROGRAM ARGS...: runs a driver on the mocks and adds up its
+# "N passed, N failed"
+run_driver() {
+  local out rc line
+  out=$(LD_LIBRARY_PATH="$mk${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" 2>&1)
+  rc=$?
+  printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
+  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+  if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1]))
+    failed=$((failed + BASH_REMATCH[2]))
+    if [ "$rc" -ne 0 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then bad "$1 exited with $rc"; fi
+  else
+    bad "$1 gave no summary (exit $rc)"
+  fi
+}
+run_driver "$drv" "$mk" "$tmp/search"
+if [ -x "$testbin/cuda_profile_mock" ]; then
+  mkdir -p "$tmp/prof"
+  run_driver "$testbin/cuda_profile_mock" "$mk" "$tmp/prof"
 else
-  bad "the driver gave no summary (exit $rc)"
+  bad "$testbin/cuda_profile_mock is missing (run make)"
 fi
 
 echo "check-cuda-libs: $passed passed, $failed failed"
