@@ -10,14 +10,38 @@
 
 #include "profile.h"
 
-/* s as a JSON string, quotes included. */
+/* The length of the well-formed UTF-8 sequence at c (2 to 4; no overlong
+ * forms, surrogates or code points past U+10FFFF), 0 if none. */
+static int utf8_len(const unsigned char *c) {
+  int n = *c >= 0xf5 ? 0 : *c >= 0xf0 ? 4 : *c >= 0xe0 ? 3 : *c >= 0xc2 ? 2 : 0;
+  for (int k = 1; k < n; k++)
+    if ((c[k] & 0xc0) != 0x80) return 0;
+  if ((*c == 0xe0 && c[1] < 0xa0) || (*c == 0xed && c[1] >= 0xa0) ||
+      (*c == 0xf0 && c[1] < 0x90) || (*c == 0xf4 && c[1] >= 0x90))
+    return 0;
+  return n;
+}
+
+/* s as a JSON string, quotes included; a byte that is not part of valid
+ * UTF-8 becomes U+FFFD, so that any annotation gives valid JSON. */
 static void json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-    else if (*c == '\n') fputs("\\n", f);
-    else if (*c < 0x20 || *c == 0x7f) fprintf(f, "\\u%04x", *c);
-    else fputc(*c, f);
+    if (*c == '"' || *c == '\\') {
+      fprintf(f, "\\%c", *c);
+    } else if (*c < 0x20 || *c == 0x7f) {
+      fprintf(f, "\\u%04x", *c);
+    } else if (*c < 0x80) {
+      fputc(*c, f);
+    } else {
+      int n = utf8_len(c);
+      if (n) {
+        fwrite(c, 1, (size_t)n, f);
+        c += n - 1;
+      } else {
+        fputs("\\ufffd", f);
+      }
+    }
   }
   fputc('"', f);
 }

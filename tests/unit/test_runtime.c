@@ -398,6 +398,38 @@ Test(runtime, trace_events_nest_in_order) {
   cr_expect_eq(dropped, 9);
 }
 
+Test(runtime, trace_json_escapes_names) {
+  int o = alloc(16, 0);
+  Thunk *m = memset32(&Art->entry, sl(o, 0, 16), 1);
+  /* quote, backslash, newline, a stray byte, U+00E9, an encoded surrogate */
+  m->annotation = "a\"b\\c\nd\xff\xc3\xa9\xed\xa0\x80";
+  output(sl(o, 0, 16), "s32[4]{0}");
+  Art->result_shape = "s32[4]{0}";
+  make_executor();
+  executor_set_profile(Ex, true);
+  executor_set_trace(Ex, 100);
+  run1(NULL);
+  const ThunkProfile *p;
+  int np = executor_profile(Ex, &p);
+  const TraceEvent *ev;
+  int64_t dropped;
+  int64_t nev = executor_trace(Ex, &ev, &dropped);
+  cr_assert_eq(nev, 2);
+  FILE *f = tmpfile();
+  cr_assert(f);
+  cr_assert(profile_write_trace(f, p, np, ev, nev, dropped, "proc \"x\"", "track"));
+  long len = ftell(f);
+  char *text = xcalloc((size_t)len + 1, 1);
+  rewind(f);
+  cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  cr_expect(strstr(text, "{\"name\":\"a\\\"b\\\\c\\u000ad\\ufffd\xc3\xa9\\ufffd\\ufffd\\ufffd\","
+                         "\"cat\":\"memset32\",\"ph\":\"X\""), "%s", text);
+  cr_expect(strstr(text, "\"args\":{\"name\":\"proc \\\"x\\\"\"}"), "%s", text);
+  cr_expect(strstr(text, "\"bytes\":16}"), "%s", text);
+  free(text);
+}
+
 Test(runtime, thunk_bytes_and_summary_order) {
   int x = param("f32[4]", 16);
   int o = alloc(32, 0);
