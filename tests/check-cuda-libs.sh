@@ -6,15 +6,18 @@
 # convolutions through cuDNN's backend API: results, call sequences and
 # arguments, caching, workspaces, errors; then the library search order and
 # its messages), then build/tests/cmdbuf_mock (command buffers as CUDA
-# graphs: record, replay, update, off; results and driver call sequences),
-# and checks that cublaslt.c, cudnn.c and platform_cuda.c also compile with
-# the minimal headers alone (no toolkit headers).
+# graphs: record, replay, update, off; results and driver call sequences)
+# and build/tests/cuda_profile_mock (profiling and tracing through the
+# mock's CUDA events: marks, calls, timeline, bytes, the summary and the
+# trace file), and checks that cublaslt.c, cudnn.c and platform_cuda.c also
+# compile with the minimal headers alone (no toolkit headers).
 #
 # Run from the repository root; test programs in ${XHLOC_TESTBIN:-build/tests}.
 set -u
 testbin=${XHLOC_TESTBIN:-build/tests}
 drv=$testbin/cuda_libs_mock
 cbdrv=$testbin/cmdbuf_mock
+pfdrv=$testbin/cuda_profile_mock
 cc=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -23,7 +26,7 @@ failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-for f in "$drv" "$cbdrv"; do
+for f in "$drv" "$cbdrv" "$pfdrv"; do
   if [ ! -x "$f" ]; then
     echo "check-cuda-libs: FAIL: $f is missing (run make)"
     echo "0 passed, 1 failed"
@@ -68,6 +71,8 @@ driver() {
 }
 driver cuda_libs_mock "$drv" "$mk" "$tmp/search"
 driver cmdbuf_mock "$cbdrv" "$mk"
+mkdir -p "$tmp/prof"
+driver cuda_profile_mock "$pfdrv" "$mk" "$tmp/prof"
 
 echo "check-cuda-libs: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"

@@ -2,8 +2,10 @@
 # check-xhlo-run-thunks.sh - xhlo-run on compiled artifacts (PREFIX.thunks):
 # runs on the host platform (kernel, copy, memset, while, layouts, tuples),
 # --compare with the interpreter (agreeing and disagreeing), the embedded
-# original HLO on --platform=interpreter, --describe, --iterations and
-# --profile, --help; and the refusals: missing, corrupted and truncated
+# original HLO on --platform=interpreter, --describe, --iterations,
+# --profile (the table: columns, order, shares, calls with --iterations and
+# while loops, bytes) and --trace (the Chrome trace JSON read back: an event
+# per thunk execution, durations, order, runs), --help; and the refusals: missing, corrupted and truncated
 # .thunks files, a missing or mismatched kernel file, wrong inputs, a
 # platform that does not fit the target, usage errors (exit 2), and
 # --platform=cuda: on a machine without a GPU a one-line error naming the
@@ -236,13 +238,58 @@ expect "loop-cb describe" 0 "kCommandBuffer" -- "$run" "$tmp/loopcb.thunks" --de
 expect "loop-cb profile" 0 "cmd-buffer" -- "$run" "$tmp/loopcb.thunks" --input=3 --profile --quiet
 expect "bad --command-buffers" 2 "bad value for --command-buffers: yes (on or off)" -- \
   "$run" "$tmp/loopcb.thunks" --input=3 --command-buffers=yes
-expect "profile" 0 "per thunk" -- "$run" "$tmp/loop.thunks" --input=3 --iterations=3 --profile --quiet
-out=$("$run" "$tmp/loop.thunks" --input=3 --profile --quiet 2>&1)
-for k in memset32 while kernel copy; do
-  if printf '%s\n' "$out" | grep -qE "^ +$k "; then ok; else bad "profile lacks a $k line"; fi
-done
-if printf '%s\n' "$out" | grep -qE "^ {4}kernel +lt "; then ok; else bad "profile does not indent the loop's cond kernel"; fi
-for w in --compare --iterations --profile --describe host cuda interpreter 1e-3; do
+expect "profile" 0 "thunk profile: 3 runs on host (monotonic clock)" -- \
+  "$run" "$tmp/loop.thunks" --input=3 --iterations=3 --profile --quiet
+# the profile table and the trace, checked line by line and event by event
+# (tests/profile_check.py): n=3 runs the cond 4 times and the body 3 times
+loop_calls="zero=1 w=1 w/cond/lt=4 w/body/inc=3 w/body/c1=3"
+loop_bytes="zero=4 w/cond/lt=9 w/body/inc=8 w/body/c1=8"
+# profile_case LABEL ARTIFACT PLATFORM RUNS CALLS BYTES -- xhlo-run args...
+profile_case() {
+  local l=$1 art=$2 plat=$3 runs=$4 calls=$5 bytes=$6 out rc
+  shift 7
+  rm -f "$tmp/trace.json"
+  out=$("$run" "$art" "$@" --iterations=$runs --profile "--trace=$tmp/trace.json" --quiet 2>&1)
+  rc=$?
+  if [ "$rc" -ne 0 ]; then
+    bad "$l: exit $rc"
+    printf '%s\n' "$out" | head -n 8 | sed 's/^/    /'
+    return
+  fi
+  printf '%s\n' "$out" >"$tmp/profile.txt"
+  if python3 tests/profile_check.py "$plat" "$runs" "$calls" "$bytes" "$tmp/profile.txt" \
+       "$tmp/trace.json"; then
+    ok
+  else
+    bad "$l: the profile or the trace is wrong"
+    sed 's/^/    /' "$tmp/profile.txt"
+  fi
+}
+profile_case "host profile loop" "$tmp/loop.thunks" host 2 "$loop_calls" "$loop_bytes" -- --input=3
+profile_case "host profile loop x5" "$tmp/loop.thunks" host 5 "zero=1 w=1 w/cond/lt=1 w/body/*=0" \
+  "zero=4 w/cond/lt=9" -- --input=0
+profile_case "host profile add" "$A" host 3 "add4=1" "add4=48" -- "${in2[@]}"
+profile_case "host profile tuple" "$tmp/tuple.thunks" host 4 "copy=1 b=1" "copy=32 b=16" -- \
+  "--input=5 6 7 8"
+# --trace alone times the thunks too, prints no table, and replaces the file
+echo old >"$tmp/keep.json"
+expect "trace alone" 0 "" -- "$run" "$A" "${in2[@]}" "--trace=$tmp/keep.json" --quiet
+if python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if len([e for e in d["traceEvents"] if e.get("cat")=="kernel"])==1 else 1)' "$tmp/keep.json"; then
+  ok; else bad "--trace alone did not write one kernel event"; fi
+out=$("$run" "$A" "${in2[@]}" "--trace=$tmp/keep.json" --quiet 2>&1)
+if printf '%s' "$out" | grep -q "thunk profile"; then bad "--trace alone printed the profile"; else ok; fi
+# a trace that cannot be written: a clear error before anything runs; a
+# failed run leaves the old file and no temporary beside it
+expect "trace unwritable" 1 "xhlo-run: --trace: cannot write '$tmp/no/such/dir/t.json'" -- \
+  "$run" "$A" "${in2[@]}" "--trace=$tmp/no/such/dir/t.json"
+out=$("$run" "$A" "${in2[@]}" "--trace=$tmp/no/such/dir/t.json" 2>&1)
+if printf '%s' "$out" | grep -q "f32\[4\]"; then bad "trace unwritable: it ran anyway"; else ok; fi
+mkdir -p "$tmp/tr"
+echo old >"$tmp/tr/t.json"
+expect "trace failed run" 1 "" -- "$run" "$A" "--input=4xf32=1 2 3 4" "--trace=$tmp/tr/t.json"
+if [ "$(cat "$tmp/tr/t.json")" = old ] && [ "$(ls -A "$tmp/tr")" = t.json ]; then ok; else
+  bad "a failed run changed the trace file or left a temporary: $(ls -A "$tmp/tr")"; fi
+for w in --compare --iterations --profile --trace --describe host cuda interpreter 1e-3; do
   expect "help $w" 0 "$w" -- "$run" --help
 done
 
@@ -312,8 +359,10 @@ gpu_cases() {
         "--input=${n%:*}" "--expected-output=s32=${n#*:}" --command-buffers=$cbf --quiet
     done
   done
-  expect "$l profile" 0 "per thunk" -- "$run" "$tmp/gloop.thunks" --input=4 --iterations=3 \
-    --profile --quiet
+  expect "$l profile" 0 "thunk profile: 3 runs on cuda (CUDA events)" -- \
+    "$run" "$tmp/gloop.thunks" --input=4 --iterations=3 --profile --quiet
+  profile_case "$l profile loop" "$tmp/gloop.thunks" cuda 3 "$loop_calls" "$loop_bytes" -- --input=3
+  profile_case "$l profile add" "$tmp/gadd.thunks" cuda 2 "add4=1" "add4=48" -- "${in2[@]}"
   printf 'garbage\n' >"$tmp/gbad.ptx"
   "$mk" add sm_90 "$tmp/gbad" || bad "make_test_artifact for gbad failed"
   expect "$l bad ptx" 1 "cannot JIT-compile the PTX" -- "$run" "$tmp/gbad.thunks" --random-inputs
@@ -489,6 +538,9 @@ EOF
       "$run" "$tmp/wl.thunks" --random-inputs --compare --quiet
     expect "xhloc loop profile" 0 "while" -- "$run" "$tmp/wl.thunks" --random-inputs \
       --profile --quiet
+    # five trips: the cond's thunks run 6 times a run, the body's 5
+    profile_case "xhloc loop profile" "$tmp/wl.thunks" host 3 "w=1 w/cond/*=6 w/body/*=5" "" \
+      -- --random-inputs
     # thread-count independence: kernels of many work units (a loop
     # kernel, row and column reductions, a fused softmax) give the same
     # bits on 1, 2 and 5 threads, and agree with the interpreter
@@ -576,6 +628,10 @@ expect "compare on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --compare
 expect "host on hlo" 2 "xhloc -o PREFIX" -- "$run" "$tmp/k.hlo" --platform=host
 expect "profile on interpreter" 2 "--platform=host or cuda" -- \
   "$run" "$A" --platform=interpreter --profile --random-inputs
+expect "trace on interpreter" 2 "--platform=host or cuda" -- \
+  "$run" "$A" --platform=interpreter --trace=$tmp/i.json --random-inputs
+expect "trace on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --trace=$tmp/i.json
+expect "trace empty" 2 "--trace needs a file name" -- "$run" "$A" --trace= --random-inputs
 expect "bad platform" 2 "unknown --platform" -- "$run" "$A" --platform=tpu
 expect "random and input" 2 "exclude" -- "$run" "$A" --random-inputs "--input=1"
 

@@ -5,8 +5,8 @@
  *
  *   xhlo-run MODULE.hlo  [--platform=interpreter] INPUTS [OUTPUTS]
  *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
- *            [OUTPUTS] [--compare] [--iterations=N] [--profile] [--describe]
- *            [--command-buffers=on|off]
+ *            [OUTPUTS] [--compare] [--iterations=N] [--profile]
+ *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
  *
  * Option parsing and the choice of runner only: interp.c, thunks.c and
  * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
@@ -76,8 +76,20 @@ static const char usage_text[] =
   "                         execution alone (the thunks, synchronized); results\n"
   "                         are the last run's\n"
   "  --profile              (.thunks) also time every thunk (nested ones too;\n"
-  "                         CUDA events on a GPU) and print each one's min,\n"
-  "                         median and max; thunks then run one at a time\n"
+  "                         CUDA events on a GPU, the monotonic clock on the\n"
+  "                         host) and print a table, one line per thunk sorted\n"
+  "                         by time: total ms over all runs, share of the\n"
+  "                         thunks' time, calls, mean us per call, GB/s (the\n"
+  "                         bytes of the slices it reads and writes), kind,\n"
+  "                         launch dimensions (grid/block), name (nested ones\n"
+  "                         as while/body/name); a while's or conditional's\n"
+  "                         line counts its own time only; then a total line.\n"
+  "                         Thunks then run one at a time\n"
+  "  --trace=FILE.json      (.thunks) time every thunk as --profile does and\n"
+  "                         write a Chrome trace event file (Perfetto,\n"
+  "                         chrome://tracing): one event per run and per thunk\n"
+  "                         execution, times in microseconds; written whole or\n"
+  "                         not at all (at most 1000000 events)\n"
   "  --command-buffers=on|off  (.thunks) on (the default): on a GPU each\n"
   "                         command buffer (kCommandBuffer, made by xhloc\n"
   "                         --command-buffer) is recorded into a CUDA graph\n"
@@ -113,6 +125,7 @@ enum {
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
   OPT_COMMAND_BUFFERS,
+  OPT_TRACE,
 };
 
 static const struct option long_opts[] = {
@@ -131,6 +144,7 @@ static const struct option long_opts[] = {
   {"compare", no_argument, 0, OPT_COMPARE},
   {"iterations", required_argument, 0, OPT_ITERATIONS},
   {"profile", no_argument, 0, OPT_PROFILE},
+  {"trace", required_argument, 0, OPT_TRACE},
   {"describe", no_argument, 0, OPT_DESCRIBE},
   {"threads", required_argument, 0, OPT_THREADS},
   {"lib-path", required_argument, 0, OPT_LIB_PATH},
@@ -214,6 +228,10 @@ int main(int argc, char **argv) {
       break;
     }
     case OPT_PROFILE: ro.profile = true; break;
+    case OPT_TRACE:
+      if (!*optarg) usage_error("%s needs a file name", "--trace");
+      ro.trace = optarg;
+      break;
     case OPT_THREADS: {
       char *e;
       long v = strtol(optarg, &e, 10);
@@ -264,11 +282,12 @@ int main(int argc, char **argv) {
       usage_error("--platform=%s runs compiled artifacts (PREFIX.thunks): compile the module "
                   "with xhloc -o PREFIX first", platform);
     const char *only = ro.compare ? "--compare" : ro.iterations ? "--iterations"
-                       : ro.profile ? "--profile" : ro.describe ? "--describe" : NULL;
+                       : ro.profile ? "--profile" : ro.trace ? "--trace"
+                       : ro.describe ? "--describe" : NULL;
     if (only) usage_error("%s works on compiled artifacts (PREFIX.thunks)", only);
   } else if (platform && strcmp(platform, "interpreter") == 0) {
     const char *only = ro.compare ? "--compare" : ro.iterations ? "--iterations"
-                       : ro.profile ? "--profile" : NULL;
+                       : ro.profile ? "--profile" : ro.trace ? "--trace" : NULL;
     if (only) usage_error("%s needs --platform=host or cuda", only);
   }
   ro.platform = platform;

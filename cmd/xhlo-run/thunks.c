@@ -5,7 +5,8 @@
  * keeps index operands in range using the embedded original HLO), runs it
  * --iterations times, writes and checks the results, compares them with the
  * interpreter running the original HLO (--compare), and prints the timings
- * (--iterations, --profile).
+ * (--iterations, --profile: lib/runtime/profile.c) and writes the timeline
+ * (--trace: lib/runtime/trace.c through trace_file.c).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -15,7 +16,11 @@
 
 #include "../../lib/runtime/host_cpu.h"
 #include "../../lib/runtime/platform.h"
+#include "../../lib/runtime/profile.h"
 #include "xhlo_run.h"
+
+/* --trace keeps at most this many events (about 200 bytes of JSON each). */
+#define TRACE_MAX_EVENTS 1000000
 
 /* "xhlo-run: [ctx: ]message", then the diagnostic is cleared. */
 static void report(const char *ctx, Diag *d) {
@@ -59,22 +64,13 @@ static double float_epsilon(ElemType t) {
   }
 }
 
-static const char *kind_text(ThunkKind k) {
-  switch (k) {
-  case THUNK_KERNEL: return "kernel";
-  case THUNK_COPY: return "copy";
-  case THUNK_MEMSET32: return "memset32";
-  case THUNK_WHILE: return "while";
-  case THUNK_CONDITIONAL: return "conditional";
-  case THUNK_GEMM: return "gemm";
-  case THUNK_CONV: return "convolution";
-  case THUNK_COMMAND_BUFFER: return "cmd-buffer";
-  }
-  return "?";
+/* The clock a platform's marks read. */
+static const char *platform_clock(const char *platform) {
+  return strcmp(platform, "cuda") == 0 ? "CUDA events" : "monotonic clock";
 }
 
 static void print_timings(double *run_ms, double *exec_ms, int n, const Executor *e,
-                          bool profile) {
+                          bool profile, const char *platform) {
   double s[3];
   stats(run_ms, n, s);
   printf("%d run%s: min %.3f ms, median %.3f ms, max %.3f ms\n", n, n == 1 ? "" : "s", s[0],
@@ -85,21 +81,11 @@ static void print_timings(double *run_ms, double *exec_ms, int n, const Executor
   if (!profile) return;
   const ThunkProfile *p;
   int np = executor_profile(e, &p);
-  printf("per thunk (ms over %d run%s; nested thunks indented, a loop's summed over its "
-         "trips):\n", n, n == 1 ? "" : "s");
-  printf("  %-11s %-40s %10s %10s %10s\n", "kind", "annotation", "min", "median", "max");
-  for (int k = 0; k < np; k++) {
-    double *v = xmalloc(sizeof *v * (size_t)(p[k].nsamples + 1));
-    memcpy(v, p[k].ms, sizeof *v * (size_t)p[k].nsamples);
-    double t[3] = {0, 0, 0};
-    if (p[k].nsamples) stats(v, p[k].nsamples, t);
-    free(v);
-    const Thunk *th = p[k].thunk;
-    const char *ann = th->annotation ? th->annotation : "";
-    int ind = 2 * p[k].depth;
-    printf("  %*s%-*s %-40s %10.4f %10.4f %10.4f\n", ind, "", 11 - ind < 1 ? 1 : 11 - ind,
-           kind_text(th->kind), ann, t[0], t[1], t[2]);
-  }
+  StrBuf b;
+  sb_init(&b);
+  profile_print_summary(&b, p, np, n, platform, platform_clock(platform));
+  fputs(b.s ? b.s : "", stdout);
+  sb_free(&b);
 }
 
 /* Largest absolute and relative differences of two leaves of one shape;
@@ -264,6 +250,7 @@ int run_thunks(const RunOpts *o, const char *path) {
   Literal **leaf_vals = NULL, **res = NULL;
   int64_t *bounds = NULL;
   double *run_ms = NULL, *exec_ms = NULL;
+  TraceFile *trace = NULL;
 
   Artifact *a = artifact_read(path, &d);
   if (!a) {
@@ -281,6 +268,9 @@ int run_thunks(const RunOpts *o, const char *path) {
   }
   const char *pname = pick_platform(o, a, path);
   if (!pname) goto out;
+  /* an unwritable --trace file is reported before anything runs */
+  if (o->trace && strcmp(pname, "interpreter") != 0 && !(trace = trace_file_open(o->trace)))
+    goto out;
 
   /* the original HLO: the interpreter platform, --compare, index bounds */
   bool need_hlo = strcmp(pname, "interpreter") == 0 || o->compare;
@@ -384,7 +374,8 @@ int run_thunks(const RunOpts *o, const char *path) {
     report(path, &d);
     goto out;
   }
-  executor_set_profile(ex, o->profile);
+  executor_set_profile(ex, o->profile || o->trace);
+  if (o->trace) executor_set_trace(ex, TRACE_MAX_EVENTS);
   executor_set_command_buffers(ex, !o->no_command_buffers);
 
   int runs = o->iterations > 0 ? o->iterations : 1;
@@ -403,8 +394,21 @@ int run_thunks(const RunOpts *o, const char *path) {
   int nres = io_literal_leaves(result, &res);
   status = emit_results(o, res, nres, arena);
   if (o->compare && compare(o, m, leaf_vals, res, nres, arena) != 0) status = 1;
-  if (o->iterations > 0 || o->profile) print_timings(run_ms, exec_ms, runs, ex, o->profile);
+  if (o->iterations > 0 || o->profile)
+    print_timings(run_ms, exec_ms, runs, ex, o->profile, pname);
+  if (trace) {
+    StrBuf proc;
+    sb_init(&proc);
+    sb_printf(&proc, "xhlo-run %s (%s on %s)", path, a->module_name ? a->module_name : "?", pname);
+    bool ok = trace_file_commit(trace, ex, proc.s,
+                                strcmp(pname, "cuda") == 0 ? "stream (thunks in order)"
+                                                           : "thunks (calling thread)");
+    trace = NULL;
+    sb_free(&proc);
+    if (!ok) status = 1;
+  }
 out:
+  trace_file_abort(trace);
   fflush(stdout);
   free(run_ms);
   free(exec_ms);

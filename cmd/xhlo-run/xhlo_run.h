@@ -7,11 +7,13 @@
  *   interp.c   HLO text on the reference interpreter
  *   thunks.c   a compiled artifact (PREFIX.thunks) on the host or a GPU
  *   common.c   inputs, outputs and expected outputs
+ *   trace_file.c  writing --trace's file whole or not at all
  */
 #ifndef XHLO_RUN_H
 #define XHLO_RUN_H
 
 #include "../../lib/eval/eval.h"
+#include "../../lib/runtime/platform.h"
 
 typedef struct RunOpts {
   StrVec *inputs, *outputs, *expected;
@@ -23,6 +25,7 @@ typedef struct RunOpts {
   const char *platform;           /* "host", "cuda", "interpreter"; NULL: the
                                      artifact's target */
   bool describe, compare, profile;
+  const char *trace;              /* --trace=FILE.json; NULL: none */
   int iterations;                 /* 0: not given (one run, no timing) */
   double cmp_atol, cmp_rtol;      /* --compare's tolerances */
   bool cmp_tol_given;             /* --atol or --rtol: no per-type widening */
@@ -55,5 +58,19 @@ Literal **gather_inputs(const RunOpts *o, const PtrVec *leaves,
 /* Writes the result leaves (--output or printing) and checks them against
  * --expected-output; returns the exit status. */
 int emit_results(const RunOpts *o, Literal **res, int nres, Arena *a);
+
+/*
+ * trace_file.c
+ */
+typedef struct TraceFile TraceFile;
+/* A temporary beside path for the trace; NULL after printing why it
+ * cannot be written. */
+TraceFile *trace_file_open(const char *path);
+/* Writes e's trace (profile_write_trace) and renames it over the path;
+ * false after printing why not.  Frees t either way. */
+bool trace_file_commit(TraceFile *t, const Executor *e, const char *process,
+                       const char *track);
+/* Removes the temporary; NULL is fine. */
+void trace_file_abort(TraceFile *t);
 
 #endif

@@ -19,6 +19,10 @@
  * remembers the device address of every slice its commands use when it was
  * recorded; when they differ (executor_move_buffers) it is recorded again
  * and the platform updates it in place.
+ *
+ * Profiling wraps each thunk in two platform marks (a pair per nesting
+ * depth, one more pair for the run) and adds up its time and calls; tracing
+ * also keeps each execution's start, measured from the run's first mark.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +83,15 @@ struct Executor {
   bool no_cmdbufs;                /* executor_set_command_buffers(false) */
   int ncbs;
   CmdBuf **cbs;                   /* every command buffer, to free them */
+  /* tracing (executor_set_trace) */
+  int64_t max_events, nevents, dropped;
+  TraceEvent *events;             /* nevents, capacity cap_events */
+  int64_t cap_events;
+  int traced_runs;
+  double trace_t0;                /* the first traced run's start, ms */
+  double run_origin;              /* this run's start from trace_t0, ms */
+  double trace_end;               /* the last traced run's end, ms */
+  int base_mark;                  /* the mark at this run's start */
 };
 
 static bool ex_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -453,18 +466,21 @@ static bool prepare_seq(Executor *e, const ThunkSeq *s, int depth, ExecSeq *out,
   return true;
 }
 
-static void fill_profile(Executor *e, const ExecSeq *s) {
+static void fill_profile(Executor *e, const ExecSeq *s, int parent, int seq) {
   for (int k = 0; k < s->n; k++) {
     const ExecThunk *x = &s->t[k];
-    e->prof[x->prof].thunk = x->thunk;
-    e->prof[x->prof].depth = x->depth;
+    ThunkProfile *tp = &e->prof[x->prof];
+    tp->thunk = x->thunk;
+    tp->depth = x->depth;
+    tp->parent = parent;
+    tp->seq = seq;
     if (x->thunk->kind == THUNK_WHILE) {
-      fill_profile(e, &x->cond);
-      fill_profile(e, &x->body);
+      fill_profile(e, &x->cond, x->prof, 0);
+      fill_profile(e, &x->body, x->prof, 1);
     } else if (x->thunk->kind == THUNK_COMMAND_BUFFER) {
-      fill_profile(e, &x->cmds);
+      fill_profile(e, &x->cmds, x->prof, 0);
     } else if (x->thunk->kind == THUNK_CONDITIONAL) {
-      for (int b = 0; b < x->thunk->nbranches; b++) fill_profile(e, &x->branches[b]);
+      for (int b = 0; b < x->thunk->nbranches; b++) fill_profile(e, &x->branches[b], x->prof, b);
     }
   }
 }
@@ -565,7 +581,7 @@ Executor *executor_new(const Artifact *a, Platform *p,
   }
   if (!prepare_seq(e, &a->entry, 0, &e->entry, d)) goto fail;
   e->prof = ARENA_ARRAY(e->arena, ThunkProfile, e->nprof + 1);
-  fill_profile(e, &e->entry);
+  fill_profile(e, &e->entry, -1, 0);
   if (!upload_constants(e, d)) goto fail;
   return e;
 fail:
@@ -581,6 +597,7 @@ void executor_free(Executor *e) {
   for (int k = 0; k < e->nbufs; k++) e->p->free(e->p, e->bufs[k]);
   free(e->bufs);
   for (int k = 0; e->prof && k < e->nprof; k++) free(e->prof[k].ms);
+  free(e->events);
   arena_free(e->arena);
   free(e);
 }
@@ -657,6 +674,43 @@ bool executor_move_buffers(Executor *e, Diag *d) {
 int executor_profile(const Executor *e, const ThunkProfile **out) {
   *out = e->prof;
   return e->nprof;
+}
+
+void executor_set_trace(Executor *e, int64_t max_events) {
+  e->max_events = max_events > 0 ? max_events : 0;
+}
+
+int64_t executor_trace(const Executor *e, const TraceEvent **out, int64_t *dropped) {
+  *out = e->events;
+  if (dropped) *dropped = e->dropped;
+  return e->nevents;
+}
+
+/* A slot for the next trace event (filled in when it ends, so that events
+ * stay in order of start), or -1 when not tracing or full. */
+static int64_t trace_begin(Executor *e, int thunk) {
+  if (!e->max_events) return -1;
+  if (e->nevents >= e->max_events) {
+    e->dropped++;
+    return -1;
+  }
+  if (e->nevents == e->cap_events) {
+    e->cap_events = e->cap_events ? 2 * e->cap_events : 256;
+    if (e->cap_events > e->max_events) e->cap_events = e->max_events;
+    e->events = xreallocarray(e->events, (size_t)e->cap_events, sizeof *e->events);
+  }
+  e->events[e->nevents] = (TraceEvent){thunk, e->traced_runs, 0, 0};
+  return e->nevents++;
+}
+
+/* Fills in event ev (trace_begin) that started at mark m and took ms. */
+static bool trace_end(Executor *e, int64_t ev, int m, double ms, Diag *d) {
+  if (ev < 0) return true;
+  double at = 0;
+  if (m != e->base_mark && !e->p->elapsed_ms(e->p, e->base_mark, m, &at, d)) return false;
+  e->events[ev].start_ms = e->run_origin + at;
+  e->events[ev].ms = ms;
+  return true;
 }
 
 /*
@@ -751,11 +805,13 @@ static bool run_thunk(Executor *e, const ExecThunk *x, Diag *d) {
   Platform *p = e->p;
   int m0 = 2 * x->depth, m1 = m0 + 1;
   double ms = 0;
+  int64_t ev = trace_begin(e, x->prof);
   if (!p->mark(p, m0, d) || !run_thunk_body(e, x, d) || !p->mark(p, m1, d) ||
-      !p->elapsed_ms(p, m0, m1, &ms, d))
+      !p->elapsed_ms(p, m0, m1, &ms, d) || !trace_end(e, ev, m0, ms, d))
     return thunk_err(x, d);
   ThunkProfile *tp = &e->prof[x->prof];
   tp->ms[tp->nsamples - 1] += ms;
+  tp->calls++;
   return true;
 }
 
@@ -850,8 +906,9 @@ double executor_last_exec_ms(const Executor *e) { return e->last_exec_ms; }
 bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
                   Literal **result, Diag *d) {
   Platform *p = e->p;
+  e->base_mark = 2 * (e->max_depth + 1);
   if (e->profile) {
-    if (!p->reserve_marks(p, 2 * (e->max_depth + 1), d)) return false;
+    if (!p->reserve_marks(p, e->base_mark + 2, d)) return false;
     for (int k = 0; k < e->nprof; k++) {
       ThunkProfile *tp = &e->prof[k];
       tp->ms = xreallocarray(tp->ms, (size_t)tp->nsamples + 1, sizeof *tp->ms);
@@ -862,7 +919,28 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
     return false;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  if (!run_seq(e, &e->entry, d) || !p->synchronize(p, d))
+  int64_t run_ev = -1;
+  if (e->profile && e->max_events) {
+    /* the run starts now on the host's clock, and not before the last
+     * traced run's end (on the platform's clock) */
+    double now = (double)t0.tv_sec * 1e3 + (double)t0.tv_nsec * 1e-6;
+    if (!e->traced_runs) e->trace_t0 = now;
+    e->run_origin = now - e->trace_t0 > e->trace_end ? now - e->trace_t0 : e->trace_end;
+    run_ev = trace_begin(e, -1);
+  }
+  if (e->profile && !p->mark(p, e->base_mark, d)) return false;
+  if (!run_seq(e, &e->entry, d))
+    return false;
+  if (e->profile && e->max_events) {
+    double ms = 0;
+    int end = e->base_mark + 1;
+    if (!p->mark(p, end, d) || !p->elapsed_ms(p, e->base_mark, end, &ms, d) ||
+        !trace_end(e, run_ev, e->base_mark, ms, d))
+      return false;
+    e->trace_end = e->run_origin + ms;
+    e->traced_runs++;
+  }
+  if (!p->synchronize(p, d))
     return false;
   clock_gettime(CLOCK_MONOTONIC, &t1);
   e->last_exec_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;

@@ -138,9 +138,9 @@ Executor *executor_new(const Artifact *a, Platform *p,
 void executor_free(Executor *e);
 
 /* With profiling on, each run times every thunk (nested ones too) with the
- * platform's marks; the run is then serialized thunk by thunk.  A command
- * buffer replayed as a whole is timed as a whole (its commands then show
- * no time of their own). */
+ * platform's marks; the run is then serialized thunk by thunk (no launch
+ * groups).  A command buffer replayed as a whole is timed as a whole (its
+ * commands then show no time of their own). */
 void executor_set_profile(Executor *e, bool on);
 
 /* Command buffers (on by default): on a platform that has them, a
@@ -167,16 +167,42 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
  * excluded), as XLA's executable runs compare. */
 double executor_last_exec_ms(const Executor *e);
 
-/* The profile: every thunk in pre-order (depth 0 for the entry sequence),
- * with the milliseconds it took in each profiled run so far (a while loop's
- * body thunks summed over its trips; 0 for a thunk not reached). */
+/* The profile: every thunk in pre-order (depth 0 for the entry sequence;
+ * a while's cond thunks, then its body's; a conditional's branches in
+ * order), with the milliseconds it took in each profiled run so far (a
+ * while loop's body thunks summed over its trips; 0 for a thunk not
+ * reached) and how many times it ran in all of them. */
 typedef struct ThunkProfile {
   const Thunk *thunk;
   int depth;
-  int nsamples;
+  int parent;                     /* index of the enclosing while or
+                                     conditional; -1 in the entry sequence */
+  int seq;                        /* which of the parent's sequences: 0 cond,
+                                     1 body of a while; a conditional's
+                                     branch number */
+  int64_t calls;                  /* executions in all profiled runs */
+  int nsamples;                   /* profiled runs */
   double *ms;                     /* nsamples entries */
 } ThunkProfile;
 int executor_profile(const Executor *e, const ThunkProfile **out);
+
+/* A timeline of the profiled runs (executor_set_trace): each thunk
+ * execution, and each run as a whole, with its start (milliseconds from
+ * the first traced run's start, on the platform's clock: CUDA events on a
+ * GPU, the monotonic clock on the host) and its duration.  Runs never
+ * overlap: one starts after the previous one's last thunk ended. */
+typedef struct TraceEvent {
+  int thunk;                      /* index into the profile; -1: a whole run */
+  int run;                        /* traced run, from 0 */
+  double start_ms, ms;
+} TraceEvent;
+/* Keeps up to max_events events of the profiled runs from now on (0:
+ * none); the later ones are counted, not kept. */
+void executor_set_trace(Executor *e, int64_t max_events);
+/* The events, in order of their start (a run before its thunks, a while or
+ * conditional before its nested thunks); *dropped: how many were not kept. */
+int64_t executor_trace(const Executor *e, const TraceEvent **out,
+                       int64_t *dropped);
 
 /* Copies between a row-major buffer and the physical order of an array
  * shape's layout (minor_to_major).  Tiled or sub-byte layouts are refused

@@ -2,7 +2,8 @@
  * cuda.c - a mock libcuda.so.1 for check-cuda-libs.sh: one device, its
  * primary context, and device memory that is host memory (256-byte
  * aligned), so the mock cuBLASLt and cuDNN can compute on it.  Logs the
- * allocations and synchronizations.
+ * allocations, synchronizations and event records (events read the
+ * monotonic clock).
  *
  * Kernels: a PTX image that names ".entry NAME(" provides the kernels of
  * that name in the table below (C functions on f32[4] arrays).
@@ -18,6 +19,8 @@
  * never reused, so a graph that kept stale addresses computes garbage.
  * mock_cuda_defer lets the mock libraries put their work into a capture.
  */
+#include <time.h>
+
 #include "mock_util.h"
 
 typedef int CUresult;
@@ -307,10 +310,23 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   snprintf(what, sizeof what, "cuLaunchKernel %s", fn->name);
   return issue(st, nd, what);
 }
-CUresult cuEventCreate(void **e, unsigned fl) { *e = calloc(1, 8); return 0; }
+/* An event holds the monotonic time (ms) of its last record; work is done
+ * when it is submitted, so an event is complete once recorded. */
+CUresult cuEventCreate(void **e, unsigned fl) { *e = calloc(1, sizeof(double)); return 0; }
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
-CUresult cuEventRecord(void *e, void *s) { return 0; }
+CUresult cuEventRecord(void *e, void *s) {
+  int fail = mock_failing("cuEventRecord");
+  if (fail) return fail;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  *(double *)e = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+  mock_log("cuEventRecord");
+  return 0;
+}
 CUresult cuEventSynchronize(void *e) { return 0; }
-CUresult cuEventElapsedTime(float *ms, void *a, void *b) { *ms = 0; return 0; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
+  *ms = (float)(*(double *)b - *(double *)a);
+  return 0;
+}
 CUresult cuGetErrorString(CUresult r, const char **s) { *s = "mock error"; return 0; }
 CUresult cuGetErrorName(CUresult r, const char **s) { *s = "CUDA_ERROR_MOCK"; return 0; }

@@ -3,7 +3,8 @@
  * thunks, copies, memsets, a while loop with a counter, conditionals on a
  * pred and on an s32 index (out of range runs the last branch), constants,
  * tuple results, parameters and results with non-default layouts, the
- * layout permutation itself, profiling, and the refusals (bad inputs, a
+ * layout permutation itself, profiling (calls, nesting, the summary table,
+ * bytes, the trace's events in order), and the refusals (bad inputs, a
  * kernel the file lacks, a slice outside its allocation).
  *
  * Artifacts are built in memory; the kernels are C functions with the host
@@ -20,6 +21,7 @@
 
 #include "../../lib/eval/eval.h"
 #include "../../lib/runtime/platform.h"
+#include "../../lib/runtime/profile.h"
 
 static const char kernels_c[] =
   "#include <stdint.h>\n"
@@ -320,6 +322,151 @@ Test(runtime, profile_counts_every_thunk) {
   /* the loop takes at least as long as what ran inside it */
   for (int s = 0; s < 2; s++)
     cr_expect_geq(p[1].ms[s], p[2].ms[s] + p[3].ms[s] + p[4].ms[s] - 1e-9);
+  /* n=3: the cond runs 4 times a run, the body 3 */
+  int64_t calls[] = {2, 2, 8, 6, 6};
+  int parent[] = {-1, -1, 1, 1, 1}, seqs[] = {0, 0, 0, 1, 1};
+  for (int k = 0; k < n; k++) {
+    cr_expect_eq(p[k].calls, calls[k], "thunk %d: %lld calls", k, (long long)p[k].calls);
+    cr_expect_eq(p[k].parent, parent[k], "thunk %d", k);
+    cr_expect_eq(p[k].seq, seqs[k], "thunk %d", k);
+  }
+  /* the loop's own time is its total less its nested thunks' */
+  double total = p[1].ms[0] + p[1].ms[1], nested = 0;
+  for (int k = 2; k < 5; k++) nested += p[k].ms[0] + p[k].ms[1];
+  cr_expect_float_eq(profile_own_ms(p, n, 1), total - nested > 0 ? total - nested : 0, 1e-12);
+  cr_expect_float_eq(profile_own_ms(p, n, 3), p[3].ms[0] + p[3].ms[1], 1e-12);
+  StrBuf b;
+  sb_init(&b);
+  profile_thunk_name(&b, p, 4);
+  cr_expect_str_eq(b.s, "while/body/copy");
+  sb_clear(&b);
+  profile_thunk_name(&b, p, 2);
+  cr_expect_str_eq(b.s, "while/cond/lt");
+  /* the summary: the total line counts every call */
+  sb_clear(&b);
+  profile_print_summary(&b, p, n, 2, "host", "monotonic clock");
+  cr_expect(strstr(b.s, "thunk profile: 2 runs on host (monotonic clock)"), "%s", b.s);
+  cr_expect(strstr(b.s, " 24           ") && strstr(b.s, " total\n"), "%s", b.s);
+  cr_expect(strstr(b.s, "kernel      1x1x1/1x1x1       while/cond/lt\n"), "%s", b.s);
+  sb_free(&b);
+}
+
+Test(runtime, trace_events_nest_in_order) {
+  build_counter_loop();
+  make_executor();
+  executor_set_profile(Ex, true);
+  Literal *in[] = {lit("2", "s32[]")};
+  run1(in);                       /* not traced */
+  executor_set_trace(Ex, 1000);
+  run1(in);
+  run1(in);
+  const ThunkProfile *p;
+  executor_profile(Ex, &p);
+  const TraceEvent *ev;
+  int64_t dropped = -1;
+  int64_t n = executor_trace(Ex, &ev, &dropped);
+  /* per run: the run, memset, while, then lt inc copy lt inc copy lt */
+  int want[] = {-1, 0, 1, 2, 3, 4, 2, 3, 4, 2};
+  cr_assert_eq(n, 2 * 10);
+  cr_expect_eq(dropped, 0);
+  for (int64_t k = 0; k < n; k++) {
+    cr_expect_eq(ev[k].thunk, want[k % 10], "event %lld", (long long)k);
+    cr_expect_eq(ev[k].run, (int)(k / 10), "event %lld", (long long)k);
+    cr_expect_geq(ev[k].ms, 0);
+    if (k) cr_expect_geq(ev[k].start_ms, ev[k - 1].start_ms, "event %lld", (long long)k);
+  }
+  /* each thunk inside its run, the loop's nested ones inside the loop, the
+   * second run after the first */
+  for (int r = 0; r < 2; r++) {
+    const TraceEvent *run = &ev[10 * r], *loop = &ev[10 * r + 2];
+    for (int k = 1; k < 10; k++) {
+      const TraceEvent *e = &ev[10 * r + k];
+      cr_expect_geq(e->start_ms, run->start_ms);
+      cr_expect_leq(e->start_ms + e->ms, run->start_ms + run->ms + 1e-9);
+      if (k > 2) {
+        cr_expect_geq(e->start_ms, loop->start_ms);
+        cr_expect_leq(e->start_ms + e->ms, loop->start_ms + loop->ms + 1e-9);
+      }
+    }
+  }
+  cr_expect_geq(ev[10].start_ms, ev[0].start_ms + ev[0].ms);
+  /* a full trace counts what it cannot keep */
+  executor_set_trace(Ex, 21);
+  run1(in);
+  n = executor_trace(Ex, &ev, &dropped);
+  cr_expect_eq(n, 21);
+  cr_expect_eq(dropped, 9);
+}
+
+Test(runtime, trace_json_escapes_names) {
+  int o = alloc(16, 0);
+  Thunk *m = memset32(&Art->entry, sl(o, 0, 16), 1);
+  /* quote, backslash, newline, a stray byte, U+00E9, an encoded surrogate */
+  m->annotation = "a\"b\\c\nd\xff\xc3\xa9\xed\xa0\x80";
+  output(sl(o, 0, 16), "s32[4]{0}");
+  Art->result_shape = "s32[4]{0}";
+  make_executor();
+  executor_set_profile(Ex, true);
+  executor_set_trace(Ex, 100);
+  run1(NULL);
+  const ThunkProfile *p;
+  int np = executor_profile(Ex, &p);
+  const TraceEvent *ev;
+  int64_t dropped;
+  int64_t nev = executor_trace(Ex, &ev, &dropped);
+  cr_assert_eq(nev, 2);
+  FILE *f = tmpfile();
+  cr_assert(f);
+  cr_assert(profile_write_trace(f, p, np, ev, nev, dropped, "proc \"x\"", "track"));
+  long len = ftell(f);
+  char *text = xcalloc((size_t)len + 1, 1);
+  rewind(f);
+  cr_assert_eq(fread(text, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  cr_expect(strstr(text, "{\"name\":\"a\\\"b\\\\c\\u000ad\\ufffd\xc3\xa9\\ufffd\\ufffd\\ufffd\","
+                         "\"cat\":\"memset32\",\"ph\":\"X\""), "%s", text);
+  cr_expect(strstr(text, "\"args\":{\"name\":\"proc \\\"x\\\"\"}"), "%s", text);
+  cr_expect(strstr(text, "\"bytes\":16}"), "%s", text);
+  free(text);
+}
+
+Test(runtime, thunk_bytes_and_summary_order) {
+  int x = param("f32[4]", 16);
+  int o = alloc(32, 0);
+  kernel(&Art->entry, "dbl4", 2, (BufSlice[]){sl(x, 0, 16), sl(o, 0, 16)});
+  copy(&Art->entry, sl(o, 0, 16), sl(o, 16, 16));
+  memset32(&Art->entry, sl(o, 0, 12), 7);
+  output(sl(o, 16, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  cr_expect_eq(thunk_bytes(&Art->entry.thunks[0]), 32);
+  cr_expect_eq(thunk_bytes(&Art->entry.thunks[1]), 32);
+  cr_expect_eq(thunk_bytes(&Art->entry.thunks[2]), 12);
+  /* a made-up profile: rows by time, shares of the thunks' time, GB/s of
+   * bytes x calls over time */
+  double ms[3][1] = {{1.0}, {3.0}, {0.5}};
+  ThunkProfile p[3];
+  for (int k = 0; k < 3; k++)
+    p[k] = (ThunkProfile){&Art->entry.thunks[k], 0, -1, 0, 2, 1, ms[k]};
+  StrBuf b;
+  sb_init(&b);
+  profile_print_summary(&b, p, 3, 2, "host", "monotonic clock");
+  const char *copy_line = strstr(b.s, "      3.0000   66.7%        2    1500.000     0.000  copy");
+  const char *kern_line = strstr(b.s, "      1.0000   22.2%        2     500.000     0.000  kernel");
+  const char *set_line = strstr(b.s, "      0.5000   11.1%        2     250.000     0.000  memset32");
+  cr_expect(copy_line && kern_line && set_line && copy_line < kern_line && kern_line < set_line,
+            "%s", b.s);
+  cr_expect(strstr(b.s, "      4.5000  100.0%        6                        total\n"), "%s",
+            b.s);
+  sb_free(&b);
+  /* 1 GB/s: 1e6 bytes a call in 1 ms */
+  Art->entry.thunks[2].dst.size = 1000000;
+  p[2].calls = 1;
+  p[2].ms[0] = 1.0;
+  sb_init(&b);
+  profile_print_summary(&b, &p[2], 1, 1, "host", "monotonic clock");
+  cr_expect(strstr(b.s, "      1.0000  100.0%        1    1000.000     1.000  memset32"), "%s",
+            b.s);
+  sb_free(&b);
 }
 
 Test(runtime, conditional_pred) {
