@@ -207,6 +207,15 @@ static void identity(Codegen *cg, const CgSortPlan *p, LLVMValueRef perm) {
   cg_loop_end(cg, &l);
 }
 
+/* dst[o + t] = src[a + t] for t in [0, n). */
+static void copy_run(Codegen *cg, LLVMValueRef src, LLVMValueRef a, LLVMValueRef dst,
+                     LLVMValueRef o, LLVMValueRef n) {
+  CgLoop l;
+  LLVMValueRef t = cg_loop_begin(cg, &l, cg_const_i64(cg, 0), n, cg_const_i64(cg, 1), "copy");
+  st_i32(cg, dst, LLVMBuildNSWAdd(cg->b, o, t, ""), ld_i32(cg, src, LLVMBuildNSWAdd(cg->b, a, t, "")));
+  cg_loop_end(cg, &l);
+}
+
 /* One bottom-up pass: runs of w in src merged into dst. */
 static bool merge_pass(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
                        LLVMValueRef const *base, LLVMValueRef src, LLVMValueRef dst,
@@ -247,18 +256,16 @@ static bool merge_pass(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
   LLVMBuildStore(b, LLVMBuildNSWAdd(b, a, LLVMBuildXor(b, t64, one, ""), ""), av);
   LLVMBuildStore(b, LLVMBuildNSWAdd(b, o, one, ""), ov);
   LLVMBuildBr(b, head);
-  /* what is left of either run, in order */
+  /* what is left of either run, in order (short loops: most tails are a
+   * few elements, a libc memcpy call each costs more) */
   LLVMPositionBuilderAtEnd(b, tail);
-  LLVMValueRef four = cg_const_i64(cg, 4);
   LLVMValueRef o2 = LLVMBuildLoad2(b, i64, ov, "");
-  LLVMValueRef na = LLVMBuildNSWSub(b, mid, a, "");
-  LLVMBuildMemCpy(b, LLVMBuildInBoundsGEP2(b, cg_i32(cg), dst, &o2, 1, ""), 4,
-                  LLVMBuildInBoundsGEP2(b, cg_i32(cg), src, &a, 1, ""), 4,
-                  LLVMBuildNSWMul(b, na, four, ""));
+  LLVMValueRef a2 = LLVMBuildLoad2(b, i64, av, "");
+  LLVMValueRef na = LLVMBuildNSWSub(b, mid, a2, "");
+  copy_run(cg, src, a2, dst, o2, na);
   LLVMValueRef o3 = LLVMBuildNSWAdd(b, o2, na, "");
-  LLVMBuildMemCpy(b, LLVMBuildInBoundsGEP2(b, cg_i32(cg), dst, &o3, 1, ""), 4,
-                  LLVMBuildInBoundsGEP2(b, cg_i32(cg), src, &bb, 1, ""), 4,
-                  LLVMBuildNSWMul(b, LLVMBuildNSWSub(b, hi, bb, ""), four, ""));
+  LLVMValueRef b2 = LLVMBuildLoad2(b, i64, bv, "");
+  copy_run(cg, src, b2, dst, o3, LLVMBuildNSWSub(b, hi, b2, ""));
   cg_loop_end(cg, &l);
   return true;
 }

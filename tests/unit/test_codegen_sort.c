@@ -302,3 +302,9 @@ Test(codegen_sort, custom_call_topk_refuses_three_params) {
                 "to_apply=cmp\n}\n",
                 "arity");
 }
+
+Test(codegen_sort, custom_call_topk_without_comparator_is_greatest_first) {
+  check("HloModule m\n"
+        "ENTRY e {\n  x = f32[5,64] parameter(0)\n"
+        "  ROOT t = (f32[5,8], s32[5,8]) custom-call(x), custom_call_target=\"TopK\"\n}\n");
+}
