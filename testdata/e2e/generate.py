@@ -327,6 +327,18 @@ def f(x):
     return jax.lax.top_k(x, 16)
 args = (jnp.ones((1000,), jnp.float32),)
 """,
+    "sort_nan_keys": """
+def f(x):
+    # sqrt of the negative half of the inputs: NaN keys
+    k = jnp.sqrt(x) - 0.5
+    return jnp.sort(k, axis=-1), jnp.argsort(jnp.round(k * 4.0), axis=-1, stable=True)
+args = (jnp.ones((6, 257), jnp.float32),)
+""",
+    "top_k_nan_ties": """
+def f(x):
+    return jax.lax.top_k(jnp.round(jnp.sqrt(x) * 4.0), 7)
+args = (jnp.ones((5, 90), jnp.float32),)
+""",
     "cumlogsumexp": """
 def f(x):
     return jax.lax.cumlogsumexp(x, axis=1)
