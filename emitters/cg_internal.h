@@ -276,14 +276,21 @@ LLVMValueRef cg_row_base(Codegen *cg, const Shape *s, int dim,
 /* An alloca of type t in the current function's entry block. */
 LLVMValueRef cg_var(Codegen *cg, LLVMTypeRef t, const char *name);
 LLVMValueRef cg_min_i64(Codegen *cg, LLVMValueRef a, LLVMValueRef b);
-/* Row bases of every operand (in_base) and result (out_base; either may
- * be NULL). */
-void cg_sort_bases(Codegen *cg, const CgSortPlan *p, LLVMValueRef row,
-                   LLVMValueRef *in_base, LLVMValueRef *out_base);
+/* Where a row's operand values are read: element pos of operand k at
+ * ptr[k][base[k] + pos * stride[k]] (the operands, or copies of the row). */
+typedef struct CgSortSrc {
+  LLVMValueRef ptr[CG_SORT_MAX_OPS], base[CG_SORT_MAX_OPS];
+  int64_t stride[CG_SORT_MAX_OPS];
+} CgSortSrc;
+/* The operands' row `row` as a source. */
+void cg_sort_src(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
+                 LLVMValueRef row, CgSortSrc *src);
+/* Row bases of every result. */
+void cg_sort_out_bases(Codegen *cg, const CgSortPlan *p, LLVMValueRef row,
+                       LLVMValueRef *out_base);
 /* The n operand values at row position pos (i64). */
-void cg_sort_load(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
-                  LLVMValueRef const *in_base, LLVMValueRef pos,
-                  LLVMValueRef *vals);
+void cg_sort_load(Codegen *cg, const CgSortPlan *p, const CgSortSrc *src,
+                  LLVMValueRef pos, LLVMValueRef *vals);
 /* The comparator on (xv, yv): true (i1) when x goes before y. */
 LLVMValueRef cg_sort_less(Codegen *cg, const CgSortPlan *p,
                           LLVMValueRef const *xv, LLVMValueRef const *yv,
@@ -291,7 +298,7 @@ LLVMValueRef cg_sort_less(Codegen *cg, const CgSortPlan *p,
 /* For j in [start, end) step step: result_k[j] = operand_k[perm[j]], perm
  * an i32 array (any address space). */
 void cg_sort_gather(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
-                    LLVMValueRef const *in_base, LLVMValueRef const *out_base,
+                    const CgSortSrc *src, LLVMValueRef const *out_base,
                     LLVMValueRef perm, LLVMValueRef start, LLVMValueRef end,
                     LLVMValueRef step);
 /* sort_kernel_gpu.c: the GPU sort of a checked plan. */

@@ -127,23 +127,29 @@ bool cg_sort_plan(const HloInstr *instr, const HloInstr *x, CgSortPlan *p, Diag 
   return true;
 }
 
-void cg_sort_bases(Codegen *cg, const CgSortPlan *p, LLVMValueRef row,
-                   LLVMValueRef *in_base, LLVMValueRef *out_base) {
-  for (int k = 0; k < p->n; k++) {
-    if (in_base)
-      in_base[k] = cg_row_base(cg, p->in[k], p->dim, row);
-    if (out_base)
-      out_base[k] = cg_row_base(cg, p->out[k], p->dim, row);
+void cg_sort_src(Codegen *cg, const CgSortPlan *p, const CgKernel *k, LLVMValueRef row,
+                 CgSortSrc *src) {
+  for (int j = 0; j < p->n; j++) {
+    src->ptr[j] = k->in[p->in_leaf[j]];
+    src->base[j] = cg_row_base(cg, p->in[j], p->dim, row);
+    src->stride[j] = cg_dim_stride(p->in[j], p->dim);
   }
 }
 
-void cg_sort_load(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
-                  LLVMValueRef const *in_base, LLVMValueRef pos, LLVMValueRef *vals) {
+void cg_sort_out_bases(Codegen *cg, const CgSortPlan *p, LLVMValueRef row,
+                       LLVMValueRef *out_base) {
+  for (int j = 0; j < p->n; j++)
+    out_base[j] = cg_row_base(cg, p->out[j], p->dim, row);
+}
+
+void cg_sort_load(Codegen *cg, const CgSortPlan *p, const CgSortSrc *src, LLVMValueRef pos,
+                  LLVMValueRef *vals) {
   for (int j = 0; j < p->n; j++) {
-    LLVMValueRef off = LLVMBuildNSWMul(cg->b, pos,
-                                       cg_const_i64(cg, cg_dim_stride(p->in[j], p->dim)), "");
-    off = LLVMBuildNSWAdd(cg->b, in_base[j], off, "");
-    vals[j] = cg_load_linear(cg, k->in[p->in_leaf[j]], p->in[j]->et, off);
+    LLVMValueRef off = src->stride[j] == 1
+                           ? pos
+                           : LLVMBuildNSWMul(cg->b, pos, cg_const_i64(cg, src->stride[j]), "");
+    off = LLVMBuildNSWAdd(cg->b, src->base[j], off, "");
+    vals[j] = cg_load_linear(cg, src->ptr[j], p->in[j]->et, off);
   }
 }
 
@@ -163,7 +169,7 @@ LLVMValueRef cg_sort_less(Codegen *cg, const CgSortPlan *p, LLVMValueRef const *
 
 /* Writes result row `row` of every operand: out_k[j] = in_k[perm[j]]. */
 void cg_sort_gather(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
-                    LLVMValueRef const *in_base, LLVMValueRef const *out_base,
+                    const CgSortSrc *in, LLVMValueRef const *out_base,
                     LLVMValueRef perm, LLVMValueRef start, LLVMValueRef end,
                     LLVMValueRef step) {
   LLVMBuilderRef b = cg->b;
@@ -172,7 +178,7 @@ void cg_sort_gather(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
   LLVMValueRef pj = LLVMBuildInBoundsGEP2(b, cg_i32(cg), perm, &j, 1, "");
   LLVMValueRef src = LLVMBuildSExt(b, LLVMBuildLoad2(b, cg_i32(cg), pj, "p"), cg_i64(cg), "");
   LLVMValueRef vals[CG_SORT_MAX_OPS];
-  cg_sort_load(cg, p, k, in_base, src, vals);
+  cg_sort_load(cg, p, in, src, vals);
   for (int q = 0; q < p->n; q++) {
     LLVMValueRef off = LLVMBuildNSWMul(b, j, cg_const_i64(cg, cg_dim_stride(p->out[q], p->dim)), "");
     off = LLVMBuildNSWAdd(b, out_base[q], off, "");
@@ -217,8 +223,8 @@ static void copy_run(Codegen *cg, LLVMValueRef src, LLVMValueRef a, LLVMValueRef
 }
 
 /* One bottom-up pass: runs of w in src merged into dst. */
-static bool merge_pass(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
-                       LLVMValueRef const *base, LLVMValueRef src, LLVMValueRef dst,
+static bool merge_pass(Codegen *cg, const CgSortPlan *p, const CgSortSrc *base,
+                       LLVMValueRef src, LLVMValueRef dst,
                        LLVMValueRef w, Diag *d) {
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef i64 = cg_i64(cg);
@@ -244,8 +250,8 @@ static bool merge_pass(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
   LLVMPositionBuilderAtEnd(b, body);
   LLVMValueRef pa = ld_i32(cg, src, a), pb = ld_i32(cg, src, bb);
   LLVMValueRef xv[CG_SORT_MAX_OPS], yv[CG_SORT_MAX_OPS];
-  cg_sort_load(cg, p, k, base, pb, xv);
-  cg_sort_load(cg, p, k, base, pa, yv);
+  cg_sort_load(cg, p, base, pb, xv);
+  cg_sort_load(cg, p, base, pa, yv);
   LLVMValueRef t = cg_sort_less(cg, p, xv, yv, d);
   if (!t)
     return false;
@@ -295,8 +301,10 @@ static bool emit_host(Codegen *cg, const HloInstr *instr, const CgSortPlan *p,
   bool ok = true;
   CgLoop lr;
   LLVMValueRef row = cg_loop_begin(cg, &lr, start, end, cg_const_i64(cg, 1), "row");
-  LLVMValueRef in_base[CG_SORT_MAX_OPS], out_base[CG_SORT_MAX_OPS];
-  cg_sort_bases(cg, p, row, in_base, out_base);
+  CgSortSrc in;
+  LLVMValueRef out_base[CG_SORT_MAX_OPS];
+  cg_sort_src(cg, p, &k, row, &in);
+  cg_sort_out_bases(cg, p, row, out_base);
   identity(cg, p, A);
   {
     LLVMBuildStore(b, A, srcv);
@@ -310,14 +318,14 @@ static bool emit_host(Codegen *cg, const HloInstr *instr, const CgSortPlan *p,
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, w, lenv, ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef src = LLVMBuildLoad2(b, pt, srcv, ""), dst = LLVMBuildLoad2(b, pt, dstv, "");
-    ok = merge_pass(cg, p, &k, in_base, src, dst, w, d);
+    ok = merge_pass(cg, p, &in, src, dst, w, d);
     LLVMBuildStore(b, dst, srcv);
     LLVMBuildStore(b, src, dstv);
     LLVMBuildStore(b, LLVMBuildNSWAdd(b, w, w, ""), wv);
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, done);
     if (ok)
-      cg_sort_gather(cg, p, &k, in_base, out_base, LLVMBuildLoad2(b, pt, srcv, "perm"),
+      cg_sort_gather(cg, p, &k, &in, out_base, LLVMBuildLoad2(b, pt, srcv, "perm"),
                      cg_const_i64(cg, 0), lenv, cg_const_i64(cg, 1));
   }
   cg_loop_end(cg, &lr);

@@ -3,12 +3,18 @@
  * bitonic sorting network over the row's positions padded to a power of
  * two P, then a gather of every result through the sorted positions.
  *
- * The network sorts an i32 permutation: in shared memory when P * 4 bytes
- * fit (P <= 8192), else in the kernel's scratch buffer (P i32 per row),
- * with __syncthreads between its steps either way (a block's barrier
- * orders its global memory too).  Operand values are read from the
- * operands through the positions.  Positions >= len are padding and go
- * after every element.  Two elements are ordered by the comparator and,
+ * The network sorts an i32 permutation of the positions, in one of three
+ * places by the row's size (XLA's GPU sort keeps rows in shared memory
+ * the same way):
+ *   - the permutation and a copy of the row of every operand in shared
+ *     memory, when they fit in 48 KiB (f32 rows up to 4096);
+ *   - the permutation in shared memory (P <= 8192), the values read from
+ *     the operands;
+ *   - the permutation in the kernel's scratch buffer (P i32 per row), the
+ *     values read from the operands;
+ * with __syncthreads between its steps (a block's barrier orders its
+ * global memory too).  Positions >= len are padding and go after every
+ * element.  Two elements are ordered by the comparator and,
  * when neither is less than the other, by position: a strict total order
  * when the comparator is a strict weak order (every comparator JAX
  * writes, total orders), so the network's result is then the stable
@@ -28,7 +34,7 @@
  */
 #include "cg_internal.h"
 
-enum { SORT_SHARED_MAX = 8192, SORT_BLOCK = 1024 };
+enum { SORT_SHARED_MAX = 8192, SORT_SHARED_BYTES = 48 * 1024, SORT_BLOCK = 1024 };
 
 static LLVMBasicBlockRef new_block(Codegen *cg, const char *name) {
   LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(cg->b));
@@ -37,16 +43,15 @@ static LLVMBasicBlockRef new_block(Codegen *cg, const char *name) {
 
 /* x before y (positions, i64): x real and (y padding, or less(x, y), or
  * neither less and x < y). */
-static LLVMValueRef before(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
-                           LLVMValueRef const *base, LLVMValueRef x, LLVMValueRef y,
-                           Diag *d) {
+static LLVMValueRef before(Codegen *cg, const CgSortPlan *p, const CgSortSrc *src,
+                           LLVMValueRef x, LLVMValueRef y, Diag *d) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef len = cg_const_i64(cg, p->len), last = cg_const_i64(cg, p->len - 1);
   /* padding reads the last element instead (its result is not used) */
   LLVMValueRef xl = cg_min_i64(cg, x, last), yl = cg_min_i64(cg, y, last);
   LLVMValueRef xv[CG_SORT_MAX_OPS], yv[CG_SORT_MAX_OPS];
-  cg_sort_load(cg, p, k, base, xl, xv);
-  cg_sort_load(cg, p, k, base, yl, yv);
+  cg_sort_load(cg, p, src, xl, xv);
+  cg_sort_load(cg, p, src, yl, yv);
   LLVMValueRef lt = cg_sort_less(cg, p, xv, yv, d);
   LLVMValueRef gt = lt ? cg_sort_less(cg, p, yv, xv, d) : NULL;
   if (!gt)
@@ -68,6 +73,10 @@ bool cg_emit_sort_kernel_gpu(Codegen *cg, const HloInstr *instr, const CgSortPla
   while (P < p->len)
     P *= 2;
   bool shared = P <= SORT_SHARED_MAX;
+  int64_t bytes = 4 * P;
+  for (int q = 0; q < p->n; q++)
+    bytes += (int64_t)et_bytes(p->in[q]->et) * (p->len > 0 ? p->len : 1);
+  bool staged = bytes <= SORT_SHARED_BYTES;
   if (p->rows > INT32_MAX)
     return diag_error(d, p->x->loc, "codegen: more than 2^31 rows in 'sort' (%s)",
                       p->x->name ? p->x->name : "?");
@@ -96,15 +105,33 @@ bool cg_emit_sort_kernel_gpu(Codegen *cg, const HloInstr *instr, const CgSortPla
     LLVMValueRef off = LLVMBuildNSWMul(b, row, cg_const_i64(cg, P), "");
     perm = LLVMBuildInBoundsGEP2(b, i32, k.temp, &off, 1, "perm");
   }
-  LLVMValueRef in_base[CG_SORT_MAX_OPS], out_base[CG_SORT_MAX_OPS];
+  CgSortSrc in, src;
+  LLVMValueRef out_base[CG_SORT_MAX_OPS];
   LLVMValueRef Tv = cg_const_i64(cg, T), Pv = cg_const_i64(cg, P);
   LLVMValueRef half = cg_const_i64(cg, P / 2), one = cg_const_i64(cg, 1);
   CgLoop l;
   LLVMValueRef i = cg_loop_begin(cg, &l, tid, Pv, Tv, "init");
   LLVMBuildStore(b, LLVMBuildTrunc(b, i, i32, ""), perm_ptr(cg, perm, i));
   cg_loop_end(cg, &l);
+  cg_sort_src(cg, p, &k, row, &in);
+  cg_sort_out_bases(cg, p, row, out_base);
+  src = in;
+  if (staged) {
+    /* the row of every operand into shared memory */
+    for (int q = 0; q < p->n; q++) {
+      src.ptr[q] = cg_shared_array(cg, cg_mem_type(cg, p->in[q]->et),
+                                   p->len > 0 ? p->len : 1, "sort_row");
+      src.base[q] = cg_const_i64(cg, 0);
+      src.stride[q] = 1;
+    }
+    i = cg_loop_begin(cg, &l, tid, cg_const_i64(cg, p->len), Tv, "stage");
+    LLVMValueRef v[CG_SORT_MAX_OPS];
+    cg_sort_load(cg, p, &in, i, v);
+    for (int q = 0; q < p->n; q++)
+      cg_store_linear(cg, src.ptr[q], p->in[q]->et, i, v[q]);
+    cg_loop_end(cg, &l);
+  }
   cg_barrier(cg);
-  cg_sort_bases(cg, p, row, in_base, out_base);
   LLVMValueRef kv = cg_var(cg, i64, "k"), jv = cg_var(cg, i64, "j");
   LLVMBuildStore(b, cg_const_i64(cg, 2), kv);
   LLVMBasicBlockRef khead = new_block(cg, "stage"), kbody = new_block(cg, "stage.body"),
@@ -135,7 +162,7 @@ bool cg_emit_sort_kernel_gpu(Codegen *cg, const HloInstr *instr, const CgSortPla
    * other way round */
   LLVMValueRef x = LLVMBuildSelect(b, asc, pl64, pi64, "");
   LLVMValueRef y = LLVMBuildSelect(b, asc, pi64, pl64, "");
-  LLVMValueRef sw = before(cg, p, &k, in_base, x, y, d);
+  LLVMValueRef sw = before(cg, p, &src, x, y, d);
   bool ok = sw != NULL;
   if (ok) {
     LLVMBasicBlockRef doswap = new_block(cg, "swap"), cont = new_block(cg, "swap.done");
@@ -155,7 +182,7 @@ bool cg_emit_sort_kernel_gpu(Codegen *cg, const HloInstr *instr, const CgSortPla
   LLVMBuildBr(b, khead);
   LLVMPositionBuilderAtEnd(b, kdone);
   if (ok)
-    cg_sort_gather(cg, p, &k, in_base, out_base, perm, tid, cg_const_i64(cg, p->len), Tv);
+    cg_sort_gather(cg, p, &k, &src, out_base, perm, tid, cg_const_i64(cg, p->len), Tv);
   cg_kernel_end(&k);
   return ok;
 }

@@ -212,6 +212,14 @@ Test(codegen_sort, bf16_descending_short_rows) {
         "  ROOT s = bf16[9,3] sort(x), dimensions={1}, to_apply=gt\n}\n");
 }
 
+Test(codegen_sort, row_with_values_beyond_shared_memory) {
+  /* 5000 f32: the 8192-entry permutation fits in shared memory, a copy of
+   * the row besides it does not; values are read from the operand */
+  check("HloModule m\n" JNP_LT_F32
+        "ENTRY e {\n  x = f32[2,5000] parameter(0)\n"
+        "  ROOT s = f32[2,5000] sort(x), dimensions={1}, to_apply=lt\n}\n");
+}
+
 Test(codegen_sort, row_beyond_shared_memory_uses_scratch) {
   /* 9000 > 8192 positions: the GPU network runs in the scratch buffer */
   check("HloModule m\n" JNP_LT_F32
