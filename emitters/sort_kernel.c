@@ -11,9 +11,10 @@
  * dimensions.
  *
  * Host: one work unit is one or more rows.  A row sorts a permutation of
- * its positions (i32) with lib/eval's stable merge sort, comparison for
- * comparison: bottom-up merges of runs of 1, 2, 4, ... between two index
- * arrays in the kernel's scratch buffer (2 * len i32 per work unit), taking
+ * its positions (i32; a single operand's values themselves) with lib/eval's
+ * stable merge sort, comparison for comparison: bottom-up merges of runs
+ * of 1, 2, 4, ... between two arrays in the kernel's scratch buffer (2 *
+ * len elements per work unit), taking
  * from the right run only when the comparator says strictly less,
  * branch-free.  The same comparisons in the same order give the
  * interpreter's result even for a comparator that is no strict weak order
@@ -204,28 +205,86 @@ static LLVMBasicBlockRef new_block(Codegen *cg, const char *name) {
   return LLVMAppendBasicBlockInContext(cg->ctx, fn, name);
 }
 
-/* perm[j] = j for the row's positions. */
-static void identity(Codegen *cg, const CgSortPlan *p, LLVMValueRef perm) {
+/* A host row sort's arrays hold positions (i32), or, for a single
+ * operand, its values themselves ("direct", as integers of their width so
+ * that moving them never touches their bits, NaN payloads included): the
+ * same comparisons in the same order then move the values instead of their
+ * positions, one load fewer per comparison, and give the same result. */
+typedef struct HostSort {
+  Codegen *cg;
+  const CgSortPlan *p;
+  const CgSortSrc *in;
+  bool direct;
+} HostSort;
+
+static LLVMTypeRef raw_type(const HostSort *h) {
+  return LLVMIntTypeInContext(h->cg->ctx, (unsigned)et_bytes(h->p->in[0]->et) * 8);
+}
+
+/* Element i of an array of raw values (direct) or of i32 positions. */
+static LLVMValueRef el_load(const HostSort *h, LLVMValueRef arr, LLVMValueRef i) {
+  if (!h->direct)
+    return ld_i32(h->cg, arr, i);
+  LLVMValueRef q = LLVMBuildInBoundsGEP2(h->cg->b, raw_type(h), arr, &i, 1, "");
+  return LLVMBuildLoad2(h->cg->b, raw_type(h), q, "");
+}
+
+static void el_store(const HostSort *h, LLVMValueRef arr, LLVMValueRef i, LLVMValueRef v) {
+  if (!h->direct) {
+    st_i32(h->cg, arr, i, v);
+    return;
+  }
+  LLVMValueRef q = LLVMBuildInBoundsGEP2(h->cg->b, raw_type(h), arr, &i, 1, "");
+  LLVMBuildStore(h->cg->b, v, q);
+}
+
+/* The operand values of element e (a raw value, or a position). */
+static void el_vals(const HostSort *h, LLVMValueRef e, LLVMValueRef *vals) {
+  Codegen *cg = h->cg;
+  ElemType et = h->p->in[0]->et;
+  if (!h->direct)
+    cg_sort_load(cg, h->p, h->in, e, vals);
+  else if (et == ET_PRED)
+    vals[0] = LLVMBuildICmp(cg->b, LLVMIntNE, e, LLVMConstInt(raw_type(h), 0, false), "");
+  else
+    vals[0] = LLVMBuildBitCast(cg->b, e, cg_reg_type(cg, et), "");
+}
+
+/* Element j of the row of operand 0, raw. */
+static LLVMValueRef raw_operand(const HostSort *h, LLVMValueRef j) {
+  Codegen *cg = h->cg;
+  LLVMValueRef off = LLVMBuildNSWMul(cg->b, j, cg_const_i64(cg, h->in->stride[0]), "");
+  off = LLVMBuildNSWAdd(cg->b, h->in->base[0], off, "");
+  LLVMValueRef q = LLVMBuildInBoundsGEP2(cg->b, raw_type(h), h->in->ptr[0], &off, 1, "");
+  return LLVMBuildLoad2(cg->b, raw_type(h), q, "");
+}
+
+/* arr[j] = element j of the row (its value, or j). */
+static void identity(const HostSort *h, LLVMValueRef arr) {
+  Codegen *cg = h->cg;
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, cg_const_i64(cg, 0), cg_const_i64(cg, p->len),
+  LLVMValueRef j = cg_loop_begin(cg, &l, cg_const_i64(cg, 0), cg_const_i64(cg, h->p->len),
                                  cg_const_i64(cg, 1), "iota");
-  st_i32(cg, perm, j, j);
+  el_store(h, arr, j, h->direct ? raw_operand(h, j) : j);
   cg_loop_end(cg, &l);
 }
 
 /* dst[o + t] = src[a + t] for t in [0, n). */
-static void copy_run(Codegen *cg, LLVMValueRef src, LLVMValueRef a, LLVMValueRef dst,
+static void copy_run(const HostSort *h, LLVMValueRef src, LLVMValueRef a, LLVMValueRef dst,
                      LLVMValueRef o, LLVMValueRef n) {
+  Codegen *cg = h->cg;
   CgLoop l;
   LLVMValueRef t = cg_loop_begin(cg, &l, cg_const_i64(cg, 0), n, cg_const_i64(cg, 1), "copy");
-  st_i32(cg, dst, LLVMBuildNSWAdd(cg->b, o, t, ""), ld_i32(cg, src, LLVMBuildNSWAdd(cg->b, a, t, "")));
+  el_store(h, dst, LLVMBuildNSWAdd(cg->b, o, t, ""),
+           el_load(h, src, LLVMBuildNSWAdd(cg->b, a, t, "")));
   cg_loop_end(cg, &l);
 }
 
 /* One bottom-up pass: runs of w in src merged into dst. */
-static bool merge_pass(Codegen *cg, const CgSortPlan *p, const CgSortSrc *base,
-                       LLVMValueRef src, LLVMValueRef dst,
-                       LLVMValueRef w, Diag *d) {
+static bool merge_pass(const HostSort *h, LLVMValueRef src, LLVMValueRef dst, LLVMValueRef w,
+                       Diag *d) {
+  Codegen *cg = h->cg;
+  const CgSortPlan *p = h->p;
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef i64 = cg_i64(cg);
   LLVMValueRef len = cg_const_i64(cg, p->len), one = cg_const_i64(cg, 1);
@@ -248,15 +307,15 @@ static bool merge_pass(Codegen *cg, const CgSortPlan *p, const CgSortSrc *base,
                                  LLVMBuildICmp(b, LLVMIntSLT, bb, hi, ""), "");
   LLVMBuildCondBr(b, go, body, tail);
   LLVMPositionBuilderAtEnd(b, body);
-  LLVMValueRef pa = ld_i32(cg, src, a), pb = ld_i32(cg, src, bb);
+  LLVMValueRef pa = el_load(h, src, a), pb = el_load(h, src, bb);
   LLVMValueRef xv[CG_SORT_MAX_OPS], yv[CG_SORT_MAX_OPS];
-  cg_sort_load(cg, p, base, pb, xv);
-  cg_sort_load(cg, p, base, pa, yv);
+  el_vals(h, pb, xv);
+  el_vals(h, pa, yv);
   LLVMValueRef t = cg_sort_less(cg, p, xv, yv, d);
   if (!t)
     return false;
   LLVMValueRef o = LLVMBuildLoad2(b, i64, ov, "");
-  st_i32(cg, dst, o, LLVMBuildSelect(b, t, pb, pa, ""));
+  el_store(h, dst, o, LLVMBuildSelect(b, t, pb, pa, ""));
   LLVMValueRef t64 = LLVMBuildZExt(b, t, i64, "");
   LLVMBuildStore(b, LLVMBuildNSWAdd(b, bb, t64, ""), bv);
   LLVMBuildStore(b, LLVMBuildNSWAdd(b, a, LLVMBuildXor(b, t64, one, ""), ""), av);
@@ -268,12 +327,33 @@ static bool merge_pass(Codegen *cg, const CgSortPlan *p, const CgSortSrc *base,
   LLVMValueRef o2 = LLVMBuildLoad2(b, i64, ov, "");
   LLVMValueRef a2 = LLVMBuildLoad2(b, i64, av, "");
   LLVMValueRef na = LLVMBuildNSWSub(b, mid, a2, "");
-  copy_run(cg, src, a2, dst, o2, na);
+  copy_run(h, src, a2, dst, o2, na);
   LLVMValueRef o3 = LLVMBuildNSWAdd(b, o2, na, "");
   LLVMValueRef b2 = LLVMBuildLoad2(b, i64, bv, "");
-  copy_run(cg, src, b2, dst, o3, LLVMBuildNSWSub(b, hi, b2, ""));
+  copy_run(h, src, b2, dst, o3, LLVMBuildNSWSub(b, hi, b2, ""));
   cg_loop_end(cg, &l);
   return true;
+}
+
+/* The results from the sorted array: the values, or gathered through the
+ * positions. */
+static void write_row(const HostSort *h, const CgKernel *k, LLVMValueRef const *out_base,
+                      LLVMValueRef arr) {
+  Codegen *cg = h->cg;
+  const CgSortPlan *p = h->p;
+  LLVMValueRef zero = cg_const_i64(cg, 0), lenv = cg_const_i64(cg, p->len);
+  LLVMValueRef one = cg_const_i64(cg, 1);
+  if (!h->direct) {
+    cg_sort_gather(cg, p, k, h->in, out_base, arr, zero, lenv, one);
+    return;
+  }
+  CgLoop l;
+  LLVMValueRef j = cg_loop_begin(cg, &l, zero, lenv, one, "out");
+  LLVMValueRef off = LLVMBuildNSWMul(cg->b, j, cg_const_i64(cg, cg_dim_stride(p->out[0], p->dim)), "");
+  off = LLVMBuildNSWAdd(cg->b, out_base[0], off, "");
+  LLVMValueRef q = LLVMBuildInBoundsGEP2(cg->b, raw_type(h), k->out[0], &off, 1, "");
+  LLVMBuildStore(cg->b, el_load(h, arr, j), q);
+  cg_loop_end(cg, &l);
 }
 
 static bool emit_host(Codegen *cg, const HloInstr *instr, const CgSortPlan *p,
@@ -283,51 +363,51 @@ static bool emit_host(Codegen *cg, const HloInstr *instr, const CgSortPlan *p,
     return false;
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef i64 = cg_i64(cg), pt = cg_ptr_type(cg);
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(cg->ctx);
   int64_t lg = 1;
   while (((int64_t)1 << lg) < p->len && lg < 62)
     lg++;
   LLVMValueRef start, end;
   cg_host_range(&k, p->rows, p->len * lg * 4 * p->n, ld, &start, &end);
-  int64_t unit = 2 * p->len * 4;
+  CgSortSrc in;
+  HostSort h = {cg, p, &in, p->n == 1};
+  int64_t es = h.direct ? et_bytes(p->in[0]->et) : 4;
+  int64_t unit = (2 * p->len * es + 7) / 8 * 8;
   ld->temp_bytes = (int64_t)ld->grid[0] * unit;
   if (ld->temp_bytes < 64)
     ld->temp_bytes = 64;
-  LLVMValueRef off = LLVMBuildNSWMul(b, k.lo, cg_const_i64(cg, 2 * p->len), "");
-  LLVMValueRef A = LLVMBuildInBoundsGEP2(b, cg_i32(cg), k.temp, &off, 1, "permA");
+  LLVMValueRef off = LLVMBuildNSWMul(b, k.lo, cg_const_i64(cg, unit), "");
+  LLVMValueRef A = LLVMBuildInBoundsGEP2(b, i8, k.temp, &off, 1, "arrA");
+  LLVMValueRef half = cg_const_i64(cg, p->len * es);
+  LLVMValueRef B = LLVMBuildInBoundsGEP2(b, i8, A, &half, 1, "arrB");
   LLVMValueRef lenv = cg_const_i64(cg, p->len);
-  LLVMValueRef B = LLVMBuildInBoundsGEP2(b, cg_i32(cg), A, &lenv, 1, "permB");
   LLVMValueRef srcv = cg_var(cg, pt, "src"), dstv = cg_var(cg, pt, "dst");
   LLVMValueRef wv = cg_var(cg, i64, "w");
-  bool ok = true;
   CgLoop lr;
   LLVMValueRef row = cg_loop_begin(cg, &lr, start, end, cg_const_i64(cg, 1), "row");
-  CgSortSrc in;
   LLVMValueRef out_base[CG_SORT_MAX_OPS];
   cg_sort_src(cg, p, &k, row, &in);
   cg_sort_out_bases(cg, p, row, out_base);
-  identity(cg, p, A);
-  {
-    LLVMBuildStore(b, A, srcv);
-    LLVMBuildStore(b, B, dstv);
-    LLVMBuildStore(b, cg_const_i64(cg, 1), wv);
-    LLVMBasicBlockRef head = new_block(cg, "pass"), body = new_block(cg, "pass.body"),
-                      done = new_block(cg, "pass.done");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef w = LLVMBuildLoad2(b, i64, wv, "");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, w, lenv, ""), body, done);
-    LLVMPositionBuilderAtEnd(b, body);
-    LLVMValueRef src = LLVMBuildLoad2(b, pt, srcv, ""), dst = LLVMBuildLoad2(b, pt, dstv, "");
-    ok = merge_pass(cg, p, &in, src, dst, w, d);
-    LLVMBuildStore(b, dst, srcv);
-    LLVMBuildStore(b, src, dstv);
-    LLVMBuildStore(b, LLVMBuildNSWAdd(b, w, w, ""), wv);
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, done);
-    if (ok)
-      cg_sort_gather(cg, p, &k, &in, out_base, LLVMBuildLoad2(b, pt, srcv, "perm"),
-                     cg_const_i64(cg, 0), lenv, cg_const_i64(cg, 1));
-  }
+  identity(&h, A);
+  LLVMBuildStore(b, A, srcv);
+  LLVMBuildStore(b, B, dstv);
+  LLVMBuildStore(b, cg_const_i64(cg, 1), wv);
+  LLVMBasicBlockRef head = new_block(cg, "pass"), body = new_block(cg, "pass.body"),
+                    done = new_block(cg, "pass.done");
+  LLVMBuildBr(b, head);
+  LLVMPositionBuilderAtEnd(b, head);
+  LLVMValueRef w = LLVMBuildLoad2(b, i64, wv, "");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, w, lenv, ""), body, done);
+  LLVMPositionBuilderAtEnd(b, body);
+  LLVMValueRef src = LLVMBuildLoad2(b, pt, srcv, ""), dst = LLVMBuildLoad2(b, pt, dstv, "");
+  bool ok = merge_pass(&h, src, dst, w, d);
+  LLVMBuildStore(b, dst, srcv);
+  LLVMBuildStore(b, src, dstv);
+  LLVMBuildStore(b, LLVMBuildNSWAdd(b, w, w, ""), wv);
+  LLVMBuildBr(b, head);
+  LLVMPositionBuilderAtEnd(b, done);
+  if (ok)
+    write_row(&h, &k, out_base, LLVMBuildLoad2(b, pt, srcv, "sorted"));
   cg_loop_end(cg, &lr);
   cg_kernel_end(&k);
   return ok;

@@ -11,7 +11,9 @@
  * goes before it is inserted by shifting the worse ones down.  An element
  * is inserted after every kept one it does not go strictly before, so ties
  * keep the lower position first: the first k of the stable sort, what
- * lib/eval computes.  Random rows insert about k ln(n / k) times, so a row
+ * lib/eval computes, whenever the comparator is a strict weak order (the
+ * total orders JAX and XLA write; not IEEE greater-than on NaNs, with
+ * which any order is valid and the two may keep different elements).  Random rows insert about k ln(n / k) times, so a row
  * costs about n comparisons.  Then the values are gathered through the
  * indices.
  *
