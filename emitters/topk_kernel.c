@@ -20,11 +20,16 @@
  * `topk` orders by the total order (floats: -NaN < -inf < ... < -0 < +0 <
  * ... < inf < NaN), greatest first when largest=true.
  *
- * Host: rows split into work units.  GPU: one thread per row.
+ * Host: rows split into work units.  GPU: a block per row when rows are
+ * long and k small (emit_block_row), else one thread per row.
  */
 #include <string.h>
 
 #include "cg_internal.h"
+
+/* GPU: rows of at least 256 with k <= 64 take a block of 128 threads each
+ * (128 * 64 candidate slots, 32 KiB of shared memory). */
+enum { TOPK_BLOCK = 128, TOPK_BLOCK_MIN_LEN = 256, TOPK_BLOCK_MAX_K = 64 };
 
 typedef struct TopkPlan {
   const HloInstr *x;
@@ -153,45 +158,92 @@ static LLVMValueRef load_in(Codegen *cg, const Row *r, LLVMValueRef j) {
   return cg_load_linear(cg, r->k->in[p->in_leaf], p->is->et, at(cg, r->ib, p->is, p->dim, j));
 }
 
-static LLVMValueRef load_idx(Codegen *cg, const Row *r, LLVMValueRef t) {
+/* Where kept positions live: the index result's row (sh NULL) or a block's
+ * shared i32 array from element `base` on. */
+typedef struct Keep {
+  LLVMValueRef sh, base;
+} Keep;
+
+static LLVMValueRef load_idx(Codegen *cg, const Row *r, const Keep *kp, LLVMValueRef t) {
   const TopkPlan *p = r->p;
+  if (kp->sh) {
+    LLVMValueRef i = LLVMBuildNSWAdd(cg->b, kp->base, t, "");
+    LLVMValueRef q = LLVMBuildInBoundsGEP2(cg->b, cg_i32(cg), kp->sh, &i, 1, "");
+    return LLVMBuildSExt(cg->b, LLVMBuildLoad2(cg->b, cg_i32(cg), q, ""), cg_i64(cg), "");
+  }
   LLVMValueRef v = cg_load_linear(cg, r->k->out[1], p->xs->et, at(cg, r->xb, p->xs, p->dim, t));
   return et_is_signed_int(p->xs->et) ? LLVMBuildSExt(cg->b, v, cg_i64(cg), "")
                                      : LLVMBuildZExt(cg->b, v, cg_i64(cg), "");
 }
 
-static void store_idx(Codegen *cg, const Row *r, LLVMValueRef t, LLVMValueRef v) {
+static void store_idx(Codegen *cg, const Row *r, const Keep *kp, LLVMValueRef t,
+                      LLVMValueRef v) {
   const TopkPlan *p = r->p;
+  if (kp->sh) {
+    LLVMValueRef i = LLVMBuildNSWAdd(cg->b, kp->base, t, "");
+    LLVMValueRef q = LLVMBuildInBoundsGEP2(cg->b, cg_i32(cg), kp->sh, &i, 1, "");
+    LLVMBuildStore(cg->b, LLVMBuildTrunc(cg->b, v, cg_i32(cg), ""), q);
+    return;
+  }
   LLVMValueRef c = LLVMBuildTrunc(cg->b, v, cg_reg_type(cg, p->xs->et), "");
   cg_store_linear(cg, r->k->out[1], p->xs->et, at(cg, r->xb, p->xs, p->dim, t), c);
 }
 
-/* The selection of one row. */
-static bool emit_row(Codegen *cg, const TopkPlan *p, const CgKernel *k, LLVMValueRef row,
-                     Diag *d) {
+/* x before y, and with tiebreak, when neither goes before the other, the
+ * lower position first (a strict total order for a strict weak order). */
+static LLVMValueRef before_t(Codegen *cg, const TopkPlan *p, bool tiebreak, LLVMValueRef xv,
+                             LLVMValueRef xi, LLVMValueRef yv, LLVMValueRef yi, Diag *d) {
+  LLVMValueRef c = before(cg, p, xv, xi, yv, yi, d);
+  if (!c || !tiebreak)
+    return c;
+  LLVMValueRef r = before(cg, p, yv, yi, xv, xi, d);
+  if (!r)
+    return NULL;
+  LLVMValueRef tie = LLVMBuildAnd(cg->b, LLVMBuildNot(cg->b, r, ""),
+                                  LLVMBuildICmp(cg->b, LLVMIntSLT, xi, yi, ""), "");
+  return LLVMBuildOr(cg->b, c, tie, "");
+}
+
+/* The candidates of a selection: positions c in [start, end) step step,
+ * or (list) the positions list[c] of a shared i32 array, < 0 for none. */
+typedef struct Cands {
+  LLVMValueRef start, end, step, list;
+} Cands;
+
+/* Keeps in kp, in order, the k best candidates: each is compared with the
+ * last kept one and inserted, shifting worse ones down, when it goes
+ * before it. */
+static bool select_row(Codegen *cg, const TopkPlan *p, const Row *r, const Keep *kp,
+                       const Cands *cs, bool tiebreak, Diag *d) {
   LLVMBuilderRef b = cg->b;
   LLVMTypeRef i64 = cg_i64(cg);
-  Row r = {p, k, cg_row_base(cg, p->is, p->dim, row), cg_row_base(cg, p->vs, p->dim, row),
-           cg_row_base(cg, p->xs, p->dim, row)};
   LLVMValueRef K = cg_const_i64(cg, p->k), one = cg_const_i64(cg, 1);
   LLVMValueRef zero = cg_const_i64(cg, 0);
   LLVMValueRef cntv = cg_var(cg, i64, "cnt"), posv = cg_var(cg, i64, "pos");
   LLVMBuildStore(b, zero, cntv);
   CgLoop l;
-  LLVMValueRef j = cg_loop_begin(cg, &l, zero, cg_const_i64(cg, p->len), one, "elem");
-  LLVMValueRef xv = load_in(cg, &r, j);
+  LLVMValueRef c = cg_loop_begin(cg, &l, cs->start, cs->end, cs->step, "cand");
+  LLVMBasicBlockRef next = new_block(cg, "next");
+  LLVMValueRef j = c;
+  if (cs->list) {
+    LLVMValueRef q = LLVMBuildInBoundsGEP2(b, cg_i32(cg), cs->list, &c, 1, "");
+    j = LLVMBuildSExt(b, LLVMBuildLoad2(b, cg_i32(cg), q, ""), i64, "");
+    LLVMBasicBlockRef some = new_block(cg, "cand.some");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGE, j, zero, ""), some, next);
+    LLVMPositionBuilderAtEnd(b, some);
+  }
+  LLVMValueRef xv = load_in(cg, r, j);
   LLVMValueRef cnt = LLVMBuildLoad2(b, i64, cntv, "");
   LLVMValueRef full = LLVMBuildICmp(b, LLVMIntEQ, cnt, K, "full");
-  LLVMBasicBlockRef test = new_block(cg, "test"), ins = new_block(cg, "insert"),
-                    next = new_block(cg, "next");
+  LLVMBasicBlockRef test = new_block(cg, "test"), ins = new_block(cg, "insert");
   LLVMBuildCondBr(b, full, test, ins);
   LLVMPositionBuilderAtEnd(b, test);
   LLVMValueRef km1 = cg_const_i64(cg, p->k - 1);
-  LLVMValueRef wi = load_idx(cg, &r, km1);
-  LLVMValueRef c = before(cg, p, xv, j, load_in(cg, &r, wi), wi, d);
-  if (!c)
+  LLVMValueRef wi = load_idx(cg, r, kp, km1);
+  LLVMValueRef t = before_t(cg, p, tiebreak, xv, j, load_in(cg, r, wi), wi, d);
+  if (!t)
     return false;
-  LLVMBuildCondBr(b, c, ins, next);
+  LLVMBuildCondBr(b, t, ins, next);
   LLVMPositionBuilderAtEnd(b, ins);
   LLVMBuildStore(b, LLVMBuildSelect(b, full, km1, cnt, ""), posv);
   LLVMBasicBlockRef head = new_block(cg, "shift"), cmp = new_block(cg, "shift.cmp"),
@@ -202,27 +254,87 @@ static bool emit_row(Codegen *cg, const TopkPlan *p, const CgKernel *k, LLVMValu
   LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, pos, zero, ""), cmp, place);
   LLVMPositionBuilderAtEnd(b, cmp);
   LLVMValueRef pm = LLVMBuildNSWSub(b, pos, one, "");
-  LLVMValueRef yi = load_idx(cg, &r, pm);
-  c = before(cg, p, xv, j, load_in(cg, &r, yi), yi, d);
-  if (!c)
+  LLVMValueRef yi = load_idx(cg, r, kp, pm);
+  t = before_t(cg, p, tiebreak, xv, j, load_in(cg, r, yi), yi, d);
+  if (!t)
     return false;
-  LLVMBuildCondBr(b, c, body, place);
+  LLVMBuildCondBr(b, t, body, place);
   LLVMPositionBuilderAtEnd(b, body);
-  store_idx(cg, &r, pos, yi);
+  store_idx(cg, r, kp, pos, yi);
   LLVMBuildStore(b, pm, posv);
   LLVMBuildBr(b, head);
   LLVMPositionBuilderAtEnd(b, place);
-  store_idx(cg, &r, LLVMBuildLoad2(b, i64, posv, ""), j);
+  store_idx(cg, r, kp, LLVMBuildLoad2(b, i64, posv, ""), j);
   LLVMValueRef c1 = LLVMBuildNSWAdd(b, cnt, one, "");
   LLVMBuildStore(b, cg_min_i64(cg, c1, K), cntv);
   LLVMBuildBr(b, next);
   LLVMPositionBuilderAtEnd(b, next);
   cg_loop_end(cg, &l);
-  /* the values of the k kept positions */
-  LLVMValueRef t = cg_loop_begin(cg, &l, zero, K, one, "vals");
-  LLVMValueRef v = load_in(cg, &r, load_idx(cg, &r, t));
-  cg_store_linear(cg, k->out[0], p->vs->et, at(cg, r.vb, p->vs, p->dim, t), v);
+  return true;
+}
+
+static Row row_of(Codegen *cg, const TopkPlan *p, const CgKernel *k, LLVMValueRef row) {
+  Row r = {p, k, cg_row_base(cg, p->is, p->dim, row), cg_row_base(cg, p->vs, p->dim, row),
+           cg_row_base(cg, p->xs, p->dim, row)};
+  return r;
+}
+
+/* The values of the k kept positions of the index result. */
+static void write_values(Codegen *cg, const TopkPlan *p, const Row *r) {
+  Keep out = {NULL, NULL};
+  CgLoop l;
+  LLVMValueRef t = cg_loop_begin(cg, &l, cg_const_i64(cg, 0), cg_const_i64(cg, p->k),
+                                 cg_const_i64(cg, 1), "vals");
+  LLVMValueRef v = load_in(cg, r, load_idx(cg, r, &out, t));
+  cg_store_linear(cg, r->k->out[0], p->vs->et, at(cg, r->vb, p->vs, p->dim, t), v);
   cg_loop_end(cg, &l);
+}
+
+/* The selection of one row by one thread, straight into the results. */
+static bool emit_row(Codegen *cg, const TopkPlan *p, const CgKernel *k, LLVMValueRef row,
+                     Diag *d) {
+  Row r = row_of(cg, p, k, row);
+  Keep out = {NULL, NULL};
+  Cands cs = {cg_const_i64(cg, 0), cg_const_i64(cg, p->len), cg_const_i64(cg, 1), NULL};
+  if (!select_row(cg, p, &r, &out, &cs, false, d))
+    return false;
+  write_values(cg, p, &r);
+  return true;
+}
+
+/* GPU, a block per row: thread t selects the k best of positions t, t + T,
+ * ... (in order, so ties keep the lower position) into its k slots of a
+ * shared array; after a barrier thread 0 selects the k best of those T * k
+ * candidates, ties broken by position, into the results.  The row's k best
+ * are among the candidates, so the result is the one-thread selection's. */
+static bool emit_block_row(Codegen *cg, const TopkPlan *p, const CgKernel *k, int64_t T,
+                           Diag *d) {
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef i64 = cg_i64(cg);
+  LLVMValueRef row = LLVMBuildZExt(b, cg_sreg(cg, "ctaid.x"), i64, "row");
+  LLVMValueRef tid = LLVMBuildZExt(b, cg_sreg(cg, "tid.x"), i64, "tid");
+  LLVMValueRef cand = cg_shared_array(cg, cg_i32(cg), T * p->k, "topk_cand");
+  Row r = row_of(cg, p, k, row);
+  LLVMValueRef K = cg_const_i64(cg, p->k), one = cg_const_i64(cg, 1);
+  Keep mine = {cand, LLVMBuildNSWMul(b, tid, K, "")};
+  CgLoop l;
+  LLVMValueRef s = cg_loop_begin(cg, &l, cg_const_i64(cg, 0), K, one, "clear");
+  store_idx(cg, &r, &mine, s, cg_const_i64(cg, -1));
+  cg_loop_end(cg, &l);
+  Cands part = {tid, cg_const_i64(cg, p->len), cg_const_i64(cg, T), NULL};
+  if (!select_row(cg, p, &r, &mine, &part, false, d))
+    return false;
+  cg_barrier(cg);
+  LLVMBasicBlockRef first = new_block(cg, "merge"), done = new_block(cg, "done");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, tid, cg_const_i64(cg, 0), ""), first, done);
+  LLVMPositionBuilderAtEnd(b, first);
+  Keep out = {NULL, NULL};
+  Cands all = {cg_const_i64(cg, 0), cg_const_i64(cg, T * p->k), one, cand};
+  if (!select_row(cg, p, &r, &out, &all, true, d))
+    return false;
+  write_values(cg, p, &r);
+  LLVMBuildBr(b, done);
+  LLVMPositionBuilderAtEnd(b, done);
   return true;
 }
 
@@ -238,6 +350,11 @@ bool cg_emit_topk_kernel(Codegen *cg, const HloInstr *instr, const HloInstr *her
   bool ok = true;
   if (p.rows == 0 || p.k == 0) {
     /* nothing to select */
+  } else if (cg->is_gpu && p.len >= TOPK_BLOCK_MIN_LEN && p.k <= TOPK_BLOCK_MAX_K &&
+             p.rows <= INT32_MAX) {
+    ld->grid[0] = (uint32_t)p.rows;
+    ld->block[0] = TOPK_BLOCK;
+    ok = emit_block_row(cg, &p, &k, TOPK_BLOCK, d);
   } else if (cg->is_gpu) {
     int64_t T = p.rows < 128 ? p.rows : 128;
     int64_t G = (p.rows + T - 1) / T;

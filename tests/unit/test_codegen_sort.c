@@ -337,3 +337,19 @@ Test(codegen_sort, custom_call_topk_without_comparator_is_greatest_first) {
         "ENTRY e {\n  x = f32[5,64] parameter(0)\n"
         "  ROOT t = (f32[5,8], s32[5,8]) custom-call(x), custom_call_target=\"TopK\"\n}\n");
 }
+
+Test(codegen_sort, topk_block_per_row_on_gpu) {
+  /* rows of 1000: on the GPU a block of 128 threads per row, each
+   * selecting from every 128th element, then thread 0 from their
+   * candidates; planted ties and NaNs must keep the interpreter's order */
+  check("HloModule m\n"
+        "ENTRY e {\n  x = f32[3,1000] parameter(0)\n"
+        "  ROOT t = (f32[3,16], s32[3,16]) topk(x), k=16, largest=true\n}\n");
+}
+
+Test(codegen_sort, topk_block_per_row_int_ties) {
+  /* s32 in {0, 1, 2} mostly: the k smallest are all ties */
+  check("HloModule m\n"
+        "ENTRY e {\n  x = s32[2,700] parameter(0)\n"
+        "  ROOT t = (s32[2,9], s32[2,9]) topk(x), k=9, largest=false\n}\n");
+}
