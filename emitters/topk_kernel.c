@@ -220,6 +220,10 @@ static bool select_row(Codegen *cg, const TopkPlan *p, const Row *r, const Keep 
   LLVMValueRef K = cg_const_i64(cg, p->k), one = cg_const_i64(cg, 1);
   LLVMValueRef zero = cg_const_i64(cg, 0);
   LLVMValueRef cntv = cg_var(cg, i64, "cnt"), posv = cg_var(cg, i64, "pos");
+  /* the last kept one, once k are kept (registers, not reloaded per
+   * candidate) */
+  LLVMValueRef wiv = cg_var(cg, i64, "worst.i");
+  LLVMValueRef wvv = cg_var(cg, cg_reg_type(cg, p->is->et), "worst.v");
   LLVMBuildStore(b, zero, cntv);
   CgLoop l;
   LLVMValueRef c = cg_loop_begin(cg, &l, cs->start, cs->end, cs->step, "cand");
@@ -239,8 +243,9 @@ static bool select_row(Codegen *cg, const TopkPlan *p, const Row *r, const Keep 
   LLVMBuildCondBr(b, full, test, ins);
   LLVMPositionBuilderAtEnd(b, test);
   LLVMValueRef km1 = cg_const_i64(cg, p->k - 1);
-  LLVMValueRef wi = load_idx(cg, r, kp, km1);
-  LLVMValueRef t = before_t(cg, p, tiebreak, xv, j, load_in(cg, r, wi), wi, d);
+  LLVMValueRef t = before_t(cg, p, tiebreak, xv, j,
+                            LLVMBuildLoad2(b, cg_reg_type(cg, p->is->et), wvv, ""),
+                            LLVMBuildLoad2(b, i64, wiv, ""), d);
   if (!t)
     return false;
   LLVMBuildCondBr(b, t, ins, next);
@@ -265,8 +270,14 @@ static bool select_row(Codegen *cg, const TopkPlan *p, const Row *r, const Keep 
   LLVMBuildBr(b, head);
   LLVMPositionBuilderAtEnd(b, place);
   store_idx(cg, r, kp, LLVMBuildLoad2(b, i64, posv, ""), j);
-  LLVMValueRef c1 = LLVMBuildNSWAdd(b, cnt, one, "");
-  LLVMBuildStore(b, cg_min_i64(cg, c1, K), cntv);
+  LLVMValueRef c1 = cg_min_i64(cg, LLVMBuildNSWAdd(b, cnt, one, ""), K);
+  LLVMBuildStore(b, c1, cntv);
+  LLVMBasicBlockRef reload = new_block(cg, "worst");
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, c1, K, ""), reload, next);
+  LLVMPositionBuilderAtEnd(b, reload);
+  LLVMValueRef wi = load_idx(cg, r, kp, km1);
+  LLVMBuildStore(b, wi, wiv);
+  LLVMBuildStore(b, load_in(cg, r, wi), wvv);
   LLVMBuildBr(b, next);
   LLVMPositionBuilderAtEnd(b, next);
   cg_loop_end(cg, &l);
