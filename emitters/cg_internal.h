@@ -132,6 +132,8 @@ typedef struct CgKernel {
   const Shape **in_shapes, **out_shapes; /* the leaf shapes */
   LLVMValueRef lo, hi;            /* host: the work units [lo, hi) this call
                                      computes (i64); NULL on NVPTX */
+  LLVMValueRef temp;              /* cg_kernel_begin_temp: the scratch
+                                     buffer's pointer (CG_AS_GLOBAL) */
 } CgKernel;
 
 /* Creates the kernel function `name` for instr with codegen.h's parameter
@@ -142,6 +144,10 @@ typedef struct CgKernel {
  * a leaf is not an array of a supported element type. */
 bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
                      CgKernel *k, Diag *d);
+/* cg_kernel_begin for a kernel that takes a scratch buffer after its
+ * result leaves (k->temp); the emitter sets ld->temp_bytes to its size. */
+bool cg_kernel_begin_temp(Codegen *cg, const HloInstr *instr, const char *name,
+                          CgKernel *k, Diag *d);
 /* Emits `ret void` at the builder's position and frees k's arrays. */
 void cg_kernel_end(CgKernel *k);
 
@@ -240,6 +246,70 @@ bool cg_emit_conv_kernel(Codegen *cg, const HloInstr *instr,
 bool cg_emit_scatter_kernel(Codegen *cg, const HloInstr *instr,
                             const HloInstr *hero, const char *name,
                             LaunchDims *ld, Diag *d);
+
+/* sort_kernel.c: hero is a sort (a lone fusion).  Host: a stable merge
+ * sort per row; GPU: sort_kernel_gpu.c. */
+bool cg_emit_sort_kernel(Codegen *cg, const HloInstr *instr,
+                         const HloInstr *hero, const char *name,
+                         LaunchDims *ld, Diag *d);
+
+/* sort_kernel.c: rows of a sort (1-D slices along its dimension) and its
+ * comparator, shared by the sort and top-k emitters. */
+enum { CG_SORT_MAX_OPS = 16 };
+typedef struct CgSortPlan {
+  const HloInstr *x;              /* the sort */
+  int n;                          /* operands (= results) */
+  int dim;                        /* the sort dimension */
+  int64_t len, rows;              /* row length; number of rows */
+  int in_leaf[CG_SORT_MAX_OPS];   /* kernel operand leaf of operand k */
+  const Shape *in[CG_SORT_MAX_OPS], *out[CG_SORT_MAX_OPS];
+} CgSortPlan;
+/* Checks sort x, the hero of kernel instruction instr, and fills p. */
+bool cg_sort_plan(const HloInstr *instr, const HloInstr *x, CgSortPlan *p,
+                  Diag *d);
+/* Physical stride (elements) of dimension dim of s. */
+int64_t cg_dim_stride(const Shape *s, int dim);
+/* Physical linear index of element 0 of row `row` (i64, row-major over the
+ * dimensions other than dim) of s. */
+LLVMValueRef cg_row_base(Codegen *cg, const Shape *s, int dim,
+                         LLVMValueRef row);
+/* An alloca of type t in the current function's entry block. */
+LLVMValueRef cg_var(Codegen *cg, LLVMTypeRef t, const char *name);
+LLVMValueRef cg_min_i64(Codegen *cg, LLVMValueRef a, LLVMValueRef b);
+/* Where a row's operand values are read: element pos of operand k at
+ * ptr[k][base[k] + pos * stride[k]] (the operands, or copies of the row). */
+typedef struct CgSortSrc {
+  LLVMValueRef ptr[CG_SORT_MAX_OPS], base[CG_SORT_MAX_OPS];
+  int64_t stride[CG_SORT_MAX_OPS];
+} CgSortSrc;
+/* The operands' row `row` as a source. */
+void cg_sort_src(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
+                 LLVMValueRef row, CgSortSrc *src);
+/* Row bases of every result. */
+void cg_sort_out_bases(Codegen *cg, const CgSortPlan *p, LLVMValueRef row,
+                       LLVMValueRef *out_base);
+/* The n operand values at row position pos (i64). */
+void cg_sort_load(Codegen *cg, const CgSortPlan *p, const CgSortSrc *src,
+                  LLVMValueRef pos, LLVMValueRef *vals);
+/* The comparator on (xv, yv): true (i1) when x goes before y. */
+LLVMValueRef cg_sort_less(Codegen *cg, const CgSortPlan *p,
+                          LLVMValueRef const *xv, LLVMValueRef const *yv,
+                          Diag *d);
+/* For j in [start, end) step step: result_k[j] = operand_k[perm[j]], perm
+ * an i32 array (any address space). */
+void cg_sort_gather(Codegen *cg, const CgSortPlan *p, const CgKernel *k,
+                    const CgSortSrc *src, LLVMValueRef const *out_base,
+                    LLVMValueRef perm, LLVMValueRef start, LLVMValueRef end,
+                    LLVMValueRef step);
+/* sort_kernel_gpu.c: the GPU sort of a checked plan. */
+bool cg_emit_sort_kernel_gpu(Codegen *cg, const HloInstr *instr,
+                             const CgSortPlan *p, const char *name,
+                             LaunchDims *ld, Diag *d);
+/* topk_kernel.c: hero is a topk op or a custom-call "TopK". */
+bool cg_is_topk(const HloInstr *i);
+bool cg_emit_topk_kernel(Codegen *cg, const HloInstr *instr,
+                         const HloInstr *hero, const char *name,
+                         LaunchDims *ld, Diag *d);
 
 /* transpose_kernel.c (c5), GPU only: the hero of a fusion the tiled
  * transpose kernel takes (a transpose or layout-changing copy swapping the

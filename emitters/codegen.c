@@ -241,8 +241,8 @@ static void annotate_kernel(Codegen *cg, LLVMValueRef fn) {
   LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
 }
 
-bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
-                     CgKernel *k, Diag *d) {
+static bool kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
+                         bool temp, CgKernel *k, Diag *d) {
   memset(k, 0, sizeof *k);
   k->cg = cg;
   k->instr = instr;
@@ -269,6 +269,9 @@ bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
   for (int j = 0; j < n; j++)
     k->in_shapes[j] = leaves.data[j];
   vec_free(&leaves);
+  int nleaf = n;
+  if (temp)
+    n++;                          /* the scratch pointer, last */
   LLVMTypeRef ptr = cg_ptr_type(cg);
   LLVMTypeRef vt = LLVMVoidTypeInContext(cg->ctx);
   if (cg->is_gpu) {
@@ -284,7 +287,7 @@ bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
       LLVMAddAttributeAtIndex(k->fn, (LLVMAttributeIndex)(j + 1),
                               LLVMCreateEnumAttribute(cg->ctx, align, 16));
     LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry"));
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < nleaf; j++)
       k->in[j] = LLVMGetParam(k->fn, (unsigned)j);
   } else {
     /* the exported `void name(void **args, i64 lo, i64 hi)` unpacks args
@@ -325,12 +328,24 @@ bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
     LLVMBuildRetVoid(cg->b);
     free(cargs);
     LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, k->fn, "entry"));
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < nleaf; j++)
       k->in[j] = LLVMGetParam(k->fn, (unsigned)j);
     k->lo = LLVMGetParam(k->fn, (unsigned)n);
     k->hi = LLVMGetParam(k->fn, (unsigned)n + 1);
   }
+  if (temp)
+    k->temp = LLVMGetParam(k->fn, (unsigned)nleaf);
   return true;
+}
+
+bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
+                     CgKernel *k, Diag *d) {
+  return kernel_begin(cg, instr, name, false, k, d);
+}
+
+bool cg_kernel_begin_temp(Codegen *cg, const HloInstr *instr, const char *name,
+                          CgKernel *k, Diag *d) {
+  return kernel_begin(cg, instr, name, true, k, d);
 }
 
 void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
@@ -430,6 +445,10 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_conv_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_SCATTER)
     ok = cg_emit_scatter_kernel(cg, i, hero, name, ld, d);
+  else if (hero->op == HLO_SORT)
+    ok = cg_emit_sort_kernel(cg, i, hero, name, ld, d);
+  else if (cg_is_topk(hero))
+    ok = cg_emit_topk_kernel(cg, i, hero, name, ld, d);
   else if (cg->is_gpu && (tiled = cg_transpose_hero(i)) != NULL)
     ok = cg_emit_transpose_kernel(cg, i, name, ld, d);
   else
@@ -445,6 +464,7 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     for (int k = 0; k < 3; k++)
       ld->grid[k] = ld->block[k] = 1;
     ld->shmem_bytes = 0;
+    ld->temp_bytes = 0;
     ok = cg_emit_loop_kernel(cg, i, name, ld, &d2);
     if (ok)
       diag_clear(d);

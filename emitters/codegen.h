@@ -9,7 +9,9 @@
  * Kernel parameters, in order: one pointer per array leaf of each operand of
  * the instruction (operands in order, tuple operands flattened as
  * io_shape_leaves does), then one pointer per array leaf of the
- * instruction's result.  Each points at the first byte of that array, laid
+ * instruction's result, then, when the kernel asks for one
+ * (LaunchDims.temp_bytes > 0), one pointer to its scratch buffer.  Each
+ * operand or result pointer points at the first byte of that array, laid
  * out as lib/runtime/thunks.h says (physical layout order, et_bytes per
  * element).
  *   GPU:  a kernel (ptx .entry) `name` with those pointers as parameters
@@ -62,6 +64,12 @@ void codegen_options_default(CodegenOptions *o);
 typedef struct LaunchDims {
   uint32_t grid[3], block[3];
   uint32_t shmem_bytes;
+  int64_t temp_bytes;             /* > 0: the kernel takes one more pointer
+                                     parameter, after the result leaves: a
+                                     scratch buffer of that many bytes
+                                     (64-byte aligned) that it may use as it
+                                     likes while it runs (sort's index
+                                     arrays) */
 } LaunchDims;
 
 typedef struct Codegen Codegen;

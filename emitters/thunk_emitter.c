@@ -4,7 +4,9 @@
  * instruction order and builds the artifact's thunk sequence.
  *
  *   fusion (and any other kernel op)  -> a kernel thunk; the kernel comes from
- *                                        codegen_kernel
+ *                                        codegen_kernel (a kernel that asks
+ *                                        for scratch gets the staging
+ *                                        allocation as its last argument)
  *   copy with equal layouts           -> a copy thunk
  *   while                             -> copies init -> loop state, then a
  *                                        while thunk (cond and body sequences;
@@ -14,6 +16,7 @@
  *                                        with root -> result copies
  *   custom-call to a library (GEMM or  -> a gemm or conv thunk with its
  *   convolution, backend_config.h)        descriptor (libcall_lower.c)
+ *   custom-call "TopK"                -> a kernel thunk (topk_kernel.c)
  *   constant                          -> no thunk; its bytes (in the shape's
  *                                        physical order) go into its allocation
  *   parameter, tuple, get-tuple-element, bitcast, after-all, ...
@@ -206,11 +209,20 @@ static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
     ok = add_args(e, i->ops[k], false, &args, &wr);
   if (ok)
     ok = add_args(e, i, true, &args, &wr);
-  LaunchDims ld = {{1, 1, 1}, {1, 1, 1}, 0};
+  LaunchDims ld = {{1, 1, 1}, {1, 1, 1}, 0, 0};
   char *name = NULL;
   if (ok) {
     name = kernel_name(e, i);
     ok = codegen_kernel(e->cg, i, name, &ld, e->d);
+  }
+  if (ok && ld.temp_bytes > 0) {
+    /* the kernel's scratch: the start of the staging allocation, which
+     * holds nothing live between thunks */
+    BufSlice t = {e->scratch_alloc, 0, ld.temp_bytes};
+    vec_push(&args, t);
+    vec_push(&wr, true);
+    if (ld.temp_bytes > e->scratch_size)
+      e->scratch_size = ld.temp_bytes;
   }
   if (ok) {
     Thunk *t = new_thunk(v, THUNK_KERNEL, e, i);
@@ -521,6 +533,9 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   LibCallTarget target = libcall_target(i);
   if (target != LIBCALL_NONE)
     return emit_libcall(e, v, i, target);
+  if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
+      strcmp(i->cc->target, "TopK") == 0)
+    return emit_kernel(e, v, i);   /* topk_kernel.c */
   if (is_unsupported(i->op)) {
     if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target)
       return diag_error(e->d, i->loc,

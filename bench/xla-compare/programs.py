@@ -3,7 +3,8 @@
 Each entry: name -> (group, builder).  A builder returns (f, args): a
 function and its example arguments (NumPy arrays, fixed seed).  Group "11"
 holds the dots and convolutions of issue #11 (library GEMM and convolution
-thunks), group "12" the rest of the host backend's suite (issue #12).
+thunks), group "12" the rest of the host backend's suite (issue #12), group
+"13" sort and top-k (issue #13).
 """
 import numpy as np
 
@@ -127,6 +128,14 @@ def transformer_block():
                rand((d, 4 * d), scale=sc), rand((4 * d, d), scale=sc / 2))
 
 
+def sort_rows():
+    return (lambda x: jnp.sort(x, axis=-1)), (rand((256, 4096)),)
+
+
+def top_k():
+    return (lambda x: jax.lax.top_k(x, 16)), (rand((512, 4096)),)
+
+
 PROGRAMS = {}
 for n in (256, 512, 1024, 2048):
     PROGRAMS["matmul_f32_%d" % n] = ("11", matmul(n, np.float32))
@@ -146,4 +155,6 @@ PROGRAMS.update({
     "gather_rows": ("12", gather),
     "mlp_forward": ("12", mlp_forward),
     "transformer_block": ("12", transformer_block),
+    "sort_256x4096": ("13", sort_rows),
+    "top_k16_512x4096": ("13", top_k),
 })

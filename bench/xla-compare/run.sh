@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - xhloc against XLA (jax from PyPI) on the same programs and inputs.
 #
-#   bench/xla-compare/run.sh [--only REGEX] [--group 11|12|all] [--quick]
+#   bench/xla-compare/run.sh [--only REGEX] [--group 11|12|13|all] [--quick]
 #                            [--platform host|cuda] [--threads N]
 #
 # Creates build/bench-venv (jax, numpy, ml_dtypes) on first use, builds

@@ -133,7 +133,7 @@ def geomean(xs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="run the programs whose name matches this regex")
-    ap.add_argument("--group", choices=["11", "12", "all"], default="all")
+    ap.add_argument("--group", choices=["11", "12", "13", "all"], default="all")
     ap.add_argument("--quick", action="store_true", help="fewer iterations")
     ap.add_argument("--platform", choices=["host", "cuda"], default="host",
                     help="cuda: xhloc's PTX on the GPU against XLA:GPU (not run on a GPU yet)")
@@ -188,7 +188,7 @@ def main():
             "%.1f" % c_ms if c_ms else "-", "%.2f" % cratio if cratio else "-", check),
             flush=True)
     print()
-    for g in ("11", "12"):
+    for g in ("11", "12", "13"):
         rs = [r for grp, r, _ in rows if grp == g]
         if rs:
             ok = [r for r in rs if r]

@@ -5,7 +5,7 @@
  * and SPMD shape markers, host offloading markers, device placement) pass
  * their operand through.  TopK sorts each row with its comparator (over
  * value and index, stable) and keeps the first k, as XLA's TopK decomposer
- * does.  XLA builder wrappers ("xla_builder.*") run their called
+ * does; without a comparator it is the topk op with largest=true.  XLA builder wrappers ("xla_builder.*") run their called
  * computation, which is their definition.  Library calls (cuBLAS, cuDNN,
  * oneDNN GEMMs and convolutions) run as libcall.c says.  AllocateBuffer gives zeros and
  * GetRngSeed the evaluation's seed.  Any other target is refused, naming it.
@@ -31,6 +31,15 @@ static bool is_passthrough(const char *t) {
 
 static EvalValue *topk(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   const Shape *os = i->ops[0]->shape, *rs = i->shape;
+  if (i->nops == 1 && i->ncalled == 0 && shape_is_tuple(rs) && rs->ntuple == 2 &&
+      shape_is_array(rs->tuple[0]) && rs->tuple[0]->rank >= 1) {
+    /* no comparator: greatest first by the total order, as the topk op */
+    HloInstr op = *i;
+    op.op = HLO_TOPK;
+    op.topk_k = rs->tuple[0]->dims[rs->tuple[0]->rank - 1];
+    op.topk_largest = true;
+    return eval_topk(ev, &op, a);
+  }
   if (i->nops != 1 || i->ncalled < 1 || !shape_is_array(os) || os->rank < 1 ||
       rs->et != ET_TUPLE || rs->ntuple != 2 || !shape_is_array(rs->tuple[0]) ||
       !shape_is_array(rs->tuple[1]) || rs->tuple[0]->et != os->et ||

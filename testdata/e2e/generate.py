@@ -275,6 +275,70 @@ def f(x):
     return jax.lax.cumsum(x, axis=0, reverse=True)
 args = (jnp.ones((300, 24), jnp.float32),)
 """,
+    "sort_f32": """
+def f(x):
+    return jnp.sort(x, axis=-1)
+args = (jnp.ones((8, 300), jnp.float32),)
+""",
+    "sort_axis0": """
+def f(x):
+    return jnp.sort(x, axis=0)
+args = (jnp.ones((70, 12), jnp.float32),)
+""",
+    "sort_s32_unstable": """
+def f(x):
+    return jax.lax.sort(x, dimension=1, is_stable=False)
+args = (jnp.ones((5, 33), jnp.int32),)
+""",
+    "sort_bf16": """
+def f(x):
+    return jnp.sort(x, axis=-1, descending=True)
+args = (jnp.ones((4, 64), jnp.bfloat16),)
+""",
+    "argsort": """
+def f(x):
+    return jnp.argsort(x, axis=-1, stable=True)
+args = (jnp.ones((6, 100), jnp.float32),)
+""",
+    "sort_key_value": """
+def f(k, v, w):
+    return jax.lax.sort((k, v, w), dimension=1, is_stable=True, num_keys=1)
+args = (jnp.ones((3, 50), jnp.int32), jnp.ones((3, 50), jnp.float32),
+        jnp.ones((3, 50), jnp.bfloat16))
+""",
+    "sort_two_keys": """
+def f(k1, k2, v):
+    return jax.lax.sort((k1, k2, v), dimension=0, is_stable=False, num_keys=2)
+args = (jnp.ones((40, 3), jnp.int32), jnp.ones((40, 3), jnp.float32),
+        jnp.ones((40, 3), jnp.float32))
+""",
+    "sort_large_row": """
+def f(x):
+    return jnp.sort(x * 2.0, axis=-1)
+args = (jnp.ones((3, 5000), jnp.float32),)
+""",
+    "top_k": """
+def f(x):
+    return jax.lax.top_k(x, 5)
+args = (jnp.ones((6, 200), jnp.float32),)
+""",
+    "top_k_1d": """
+def f(x):
+    return jax.lax.top_k(x, 16)
+args = (jnp.ones((1000,), jnp.float32),)
+""",
+    "sort_nan_keys": """
+def f(x):
+    # sqrt of the negative half of the inputs: NaN keys
+    k = jnp.sqrt(x) - 0.5
+    return jnp.sort(k, axis=-1), jnp.argsort(jnp.round(k * 4.0), axis=-1, stable=True)
+args = (jnp.ones((6, 257), jnp.float32),)
+""",
+    "top_k_nan_ties": """
+def f(x):
+    return jax.lax.top_k(jnp.round(jnp.sqrt(x) * 4.0), 7)
+args = (jnp.ones((5, 90), jnp.float32),)
+""",
     "cumlogsumexp": """
 def f(x):
     return jax.lax.cumlogsumexp(x, axis=1)

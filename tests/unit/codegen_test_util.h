@@ -122,8 +122,35 @@ CGT_UNUSED static Codegen *new_codegen(const char *name, CgTarget target) {
   return cg;
 }
 
+/* The number of pointer arguments of ki's kernel before its scratch
+ * buffer: the array leaves of its operands and of its result. */
+CGT_UNUSED static int kernel_nargs(const HloInstr *ki) {
+  PtrVec v = {0};
+  for (int k = 0; k < ki->nops; k++)
+    io_shape_leaves(ki->ops[k]->shape, &v);
+  io_shape_leaves(ki->shape, &v);
+  int n = v.len;
+  vec_free(&v);
+  return n;
+}
+
+/* bufs (nb pointers) with a scratch buffer of ld->temp_bytes appended
+ * when the kernel asks for one (filled with garbage); free with free(). */
+CGT_UNUSED static void **with_temp(void **bufs, int nb, const LaunchDims *ld, void **temp) {
+  void **a = calloc((size_t)nb + 1, sizeof *a);
+  memcpy(a, bufs, (size_t)nb * sizeof *a);
+  *temp = NULL;
+  if (ld->temp_bytes > 0) {
+    *temp = malloc((size_t)ld->temp_bytes);
+    memset(*temp, 0x5A, (size_t)ld->temp_bytes);
+    a[nb] = *temp;
+  }
+  return a;
+}
+
 /* Builds the host kernel of ki into Dir/k.so, loads it and runs it on bufs
- * (the operands' buffers, then the outputs'). */
+ * (the operands' buffers, then the outputs'; a scratch buffer is added
+ * when the kernel asks for one). */
 CGT_UNUSED static void run_host(const char *name, const HloInstr *ki, void **bufs) {
   Codegen *cg = new_codegen(name, CG_TARGET_HOST);
   LaunchDims ld;
@@ -137,9 +164,13 @@ CGT_UNUSED static void run_host(const char *name, const HloInstr *ki, void **buf
   void (*fn)(void **, int64_t, int64_t) =
       (void (*)(void **, int64_t, int64_t))dlsym(h, "kern");
   cr_assert(fn, "dlsym kern");
+  void *temp;
+  void **args = with_temp(bufs, kernel_nargs(ki), &ld, &temp);
   /* the work units one at a time, last first (each unit is independent) */
   for (int64_t u = ld.grid[0]; u-- > 0;)
-    fn(bufs, u, u + 1);
+    fn(args, u, u + 1);
+  free(args);
+  free(temp);
   dlclose(h);
 }
 
@@ -330,7 +361,8 @@ CGT_UNUSED static void check_ptx_launch(const char *name, const HloInstr *ki) {
 }
 
 /* Runs the NVPTX kernel of ki under the emulator on bufs (nb pointers, laid
- * out as for the host kernel); its launch dimensions in *ld. */
+ * out as for the host kernel; a scratch buffer is added when the kernel
+ * asks for one); its launch dimensions in *ld. */
 CGT_UNUSED static void run_emulated_kernel(const char *name, const HloInstr *ki, void **bufs,
                                            int nb, LaunchDims *ld) {
   Codegen *cg = new_codegen(name, CG_TARGET_NVPTX);
@@ -340,7 +372,11 @@ CGT_UNUSED static void run_emulated_kernel(const char *name, const HloInstr *ki,
   cr_assert(codegen_llvm_ir(cg, false, &ir, &D), "ir: %s", D.msg);
   codegen_free(cg);
   char why[1024];
-  bool ran = emu_run(ir.s, Dir, bufs, nb, ld, why, sizeof why);
+  void *temp;
+  void **args = with_temp(bufs, nb, ld, &temp);
+  bool ran = emu_run(ir.s, Dir, args, nb + (temp ? 1 : 0), ld, why, sizeof why);
+  free(args);
+  free(temp);
   sb_free(&ir);
   cr_assert(ran, "emulator: %s", why);
 }
