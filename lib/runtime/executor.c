@@ -1123,7 +1123,8 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
     e->trace_end = e->run_origin + run_ms;
     e->traced_runs++;
   }
-  if (e->staged && !queue_outputs(e, d)) return false;
+  if (e->staged && !queue_outputs(e, d))
+    return synced(e, false, "queueing the copies of the outputs", d);
   if (!synced(e, p->synchronize(p, d), "the synchronization after the last thunk", d))
     return false;
   clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -26,10 +26,10 @@
  *                                cuModuleLoadDataEx, cuMemAllocHost,
  *                                cuLaunchKernel, ...) returns STATUS
  *   MOCK_CUDA_FAULT=KERNEL       launching KERNEL succeeds but faults the
- *                                context: the next synchronization, read-back
- *                                and launch return 700
+ *                                context: every later synchronization and
+ *                                synchronous read-back returns 700
  *                                (CUDA_ERROR_ILLEGAL_ADDRESS), as a real
- *                                illegal address does
+ *                                illegal address shows
  *   MOCK_CUDA_DRIVER_VERSION=N   what cuDriverGetVersion says (default 12020)
  * mock_fault(kernel) does what MOCK_CUDA_FAULT does, for test drivers.
  */
@@ -325,11 +325,13 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
   if (capturing) return 906;
+  mock_log("cuMemcpyHtoD %zu", n);
   memcpy((void *)(uintptr_t)d, s, n);
   return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
   if (capturing) return 906;
+  mock_log("cuMemcpyDtoH %zu", n);
   if (sticky) return sticky;
   memcpy(d, (void *)(uintptr_t)s, n);
   return 0;
@@ -363,7 +365,6 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) 
 }
 CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
   if (capturing) return 906;
-  if (sticky) return sticky;
   mock_log("cuMemcpyDtoHAsync %zu %s", n, st ? "(a stream)" : "(default stream)");
   memcpy(d, (void *)(uintptr_t)s, n);
   return 0;
@@ -386,7 +387,6 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   const Fn *fn = f;
   if (!fn || !gx || !gy || !gz || !bx || !by || !bz || extra) return 1;
   if (mock_failing("cuLaunchKernel")) return mock_failing("cuLaunchKernel");
-  if (sticky) return sticky;
   if (fault_kernel[0] && strcmp(fault_kernel, fn->name) == 0) {
     /* reported later, as the GPU reports an illegal address */
     mock_log("cuLaunchKernel %s faults", fn->name);
