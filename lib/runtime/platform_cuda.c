@@ -318,8 +318,9 @@ static void ptx_versions(const CudaState *c, const char *ptx, char *out, size_t 
   int v = 0;
   if (c->api.DriverGetVersion && c->api.DriverGetVersion(&v) == CUDA_SUCCESS)
     snprintf(out, cap, "; the PTX is .version %s .target %s and the driver is CUDA %d.%d "
-             "(cuDriverGetVersion %d): a newer PTX ISA or target than the driver knows needs "
-             "a newer driver, or xhloc --arch for an older target", ver, target, v / 1000,
+             "(cuDriverGetVersion %d): a PTX ISA version or target newer than the driver "
+             "knows needs a newer driver (PTX ISA 8.0 came with CUDA 12.0)", ver, target,
+             v / 1000,
              v % 1000 / 10, v);
   else
     snprintf(out, cap, "; the PTX is .version %s .target %s (the driver's version is unknown)",
