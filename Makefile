@@ -6,6 +6,9 @@
 #   make check-gpu   the tests that run on an NVIDIA GPU (tests/gpu/check-*.sh);
 #                    needs only xhlo-run when build/gpu-e2e/ holds artifacts
 #                    from `make gpu-artifacts` (for GPU machines without LLVM)
+#   make gpu-check-prepare  scripts/gpu-check.sh --prepare build/gpu-check: the
+#                    e2e modules and the GPU benchmark (needs jax on the CPU)
+#                    for `scripts/gpu-check.sh build/gpu-check` on a GPU machine
 #   make asan        the check suite built into build-asan/ under
 #                    AddressSanitizer, LeakSanitizer and UBSan
 #   make fuzz        libFuzzer harnesses, FUZZ_SECONDS each (default 60);
@@ -123,7 +126,7 @@ ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 # Objects reached through pattern-rule chains (tests, bench, fuzz) are kept.
 .SECONDARY:
 
-.PHONY: all check check-gpu gpu-artifacts asan fuzz fuzz-build fuzz-smoke bench bench-xla clean deps \
+.PHONY: all check check-gpu gpu-artifacts gpu-check-prepare asan fuzz fuzz-build fuzz-smoke bench bench-xla clean deps \
         setup xhloc xhlo-run test-bins
 
 all: $(BUILD)/bin/xhloc $(BUILD)/bin/xhlo-run
@@ -203,6 +206,11 @@ gpu-artifacts: $(BUILD)/bin/xhloc
 	@for f in testdata/e2e/*.hlo; do \
 	  $(BUILD)/bin/xhloc -o $(BUILD)/gpu-e2e/$$(basename $$f .hlo) $$f || exit 1; \
 	done; echo "wrote $(BUILD)/gpu-e2e/"
+
+# What scripts/gpu-check.sh runs on a GPU machine, prepared here (xhloc and
+# jax on the CPU; $XHLO_BENCH_PYTHON or build/bench-venv).
+gpu-check-prepare: $(BUILD)/bin/xhloc
+	@scripts/gpu-check.sh --prepare $(BUILD)/gpu-check
 
 asan: | deps
 	$(MAKE) BUILD=build-asan CFLAGS="$(ASAN_CFLAGS)" XHLOC_SKIP_FUZZ=1 check

@@ -9,7 +9,9 @@
 # graphs: record, replay, update, off; results and driver call sequences)
 # and build/tests/cuda_profile_mock (profiling and tracing through the
 # mock's CUDA events: marks, calls, timeline, bytes, the summary and the
-# trace file), and checks that cublaslt.c, cudnn.c and platform_cuda.c also
+# trace file), then build/tests/cuda_memory_mock (the buffer pool, pinned
+# staging with async copies, and the messages for out of memory, a kernel
+# fault and a rejected PTX), and checks that cublaslt.c, cudnn.c and platform_cuda.c also
 # compile with the minimal headers alone (no toolkit headers).
 #
 # Run from the repository root; test programs in ${XHLOC_TESTBIN:-build/tests}.
@@ -18,6 +20,7 @@ testbin=${XHLOC_TESTBIN:-build/tests}
 drv=$testbin/cuda_libs_mock
 cbdrv=$testbin/cmdbuf_mock
 pfdrv=$testbin/cuda_profile_mock
+memdrv=$testbin/cuda_memory_mock
 cc=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -26,7 +29,7 @@ failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
 
-for f in "$drv" "$cbdrv" "$pfdrv"; do
+for f in "$drv" "$cbdrv" "$pfdrv" "$memdrv"; do
   if [ ! -x "$f" ]; then
     echo "check-cuda-libs: FAIL: $f is missing (run make)"
     echo "0 passed, 1 failed"
@@ -73,6 +76,7 @@ driver cuda_libs_mock "$drv" "$mk" "$tmp/search"
 driver cmdbuf_mock "$cbdrv" "$mk"
 mkdir -p "$tmp/prof"
 driver cuda_profile_mock "$pfdrv" "$mk" "$tmp/prof"
+driver cuda_memory_mock "$memdrv"
 
 echo "check-cuda-libs: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"

@@ -1,7 +1,9 @@
 """programs.py - the benchmark's programs, written with JAX.
 
 Each entry: name -> (group, builder).  A builder returns (f, args): a
-function and its example arguments (NumPy arrays, fixed seed).  Group "11"
+function and its example arguments (NumPy arrays, fixed seed); some
+builders take sizes, whose defaults are the sizes PROGRAMS uses
+(gpu_prepare.py picks smaller ones).  Group "11"
 holds the dots and convolutions of issue #11 (library GEMM and convolution
 thunks), group "12" the rest of the host backend's suite (issue #12), group
 "13" sort and top-k (issue #13).
@@ -31,7 +33,7 @@ def batched_matmul():
             (rand((8, 512, 512)), rand((8, 512, 512))))
 
 
-def conv_block():
+def conv_block(n=8):
     # ResNet-style: conv3x3+bias+relu, conv3x3+bias, residual add, relu (NHWC).
     def f(x, w1, b1, w2, b2):
         dn = ("NHWC", "HWIO", "NHWC")
@@ -39,12 +41,12 @@ def conv_block():
         y = jax.nn.relu(y + b1)
         y = jax.lax.conv_general_dilated(y, w2, (1, 1), "SAME", dimension_numbers=dn)
         return jax.nn.relu(y + b2 + x)
-    return f, (rand((8, 56, 56, 64)), rand((3, 3, 64, 64), scale=0.05),
+    return f, (rand((n, 56, 56, 64)), rand((3, 3, 64, 64), scale=0.05),
                rand((64,)), rand((3, 3, 64, 64), scale=0.05), rand((64,)))
 
 
-def mlp_train_step():
-    sizes = [(784, 1024), (1024, 1024), (1024, 10)]
+def mlp_train_step(hidden=1024):
+    sizes = [(784, hidden), (hidden, hidden), (hidden, 10)]
 
     def f(params, x, y):
         def loss(p):
@@ -66,16 +68,16 @@ def elementwise_chain():
             (rand((2048, 2048)),))
 
 
-def softmax():
-    return (lambda x: jax.nn.softmax(x, axis=-1)), (rand((2048, 2048)),)
+def softmax(rows=2048, cols=2048):
+    return (lambda x: jax.nn.softmax(x, axis=-1)), (rand((rows, cols)),)
 
 
-def layernorm_gelu():
+def layernorm_gelu(rows=2048, d=1024):
     def f(x, g, b):
         m = jnp.mean(x, axis=-1, keepdims=True)
         v = jnp.mean((x - m) ** 2, axis=-1, keepdims=True)
         return jax.nn.gelu((x - m) * jax.lax.rsqrt(v + 1e-5) * g + b)
-    return f, (rand((2048, 1024)), rand((1024,)), rand((1024,)))
+    return f, (rand((rows, d)), rand((d,)), rand((d,)))
 
 
 def row_sum():
@@ -106,8 +108,8 @@ def mlp_forward():
                rand((2048, 512), scale=0.02), rand((512,)))
 
 
-def transformer_block():
-    d, h, s, bsz = 512, 8, 256, 4
+def transformer_block(bsz=4):
+    d, h, s = 512, 8, 256
 
     def f(x, wq, wk, wv, wo, w1, w2):
         def ln(z):

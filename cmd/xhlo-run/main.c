@@ -7,6 +7,7 @@
  *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
  *            [OUTPUTS] [--compare] [--iterations=N] [--profile]
  *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
+ *            [--sync-each-thunk]
  *
  * Option parsing and the choice of runner only: interp.c, thunks.c and
  * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
@@ -96,6 +97,11 @@ static const char usage_text[] =
   "                         the first time it runs and replayed after that;\n"
   "                         off: its thunks run one by one, as on the host;\n"
   "                         with --profile a replayed one is timed as a whole\n"
+  "  --sync-each-thunk      (.thunks) synchronize the device after every thunk,\n"
+  "                         so that a fault the GPU reports late (an illegal\n"
+  "                         address) names the thunk that caused it; without\n"
+  "                         it the message names the thunks run since the\n"
+  "                         previous synchronization.  Slower: for debugging\n"
   "  --threads=N            (.thunks on the host) threads for the kernels (each\n"
   "                         kernel's work units, the results the same bits for\n"
   "                         any N) and for library calls (oneDNN); default:\n"
@@ -124,7 +130,7 @@ enum {
   OPT_PLATFORM = 256, OPT_INPUT, OPT_RANDOM, OPT_SEED, OPT_OUTPUT, OPT_EXPECTED,
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
-  OPT_COMMAND_BUFFERS,
+  OPT_COMMAND_BUFFERS, OPT_SYNC_EACH,
   OPT_TRACE,
 };
 
@@ -149,6 +155,7 @@ static const struct option long_opts[] = {
   {"threads", required_argument, 0, OPT_THREADS},
   {"lib-path", required_argument, 0, OPT_LIB_PATH},
   {"command-buffers", required_argument, 0, OPT_COMMAND_BUFFERS},
+  {"sync-each-thunk", no_argument, 0, OPT_SYNC_EACH},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
   {0, 0, 0, 0},
@@ -250,6 +257,7 @@ int main(int argc, char **argv) {
         usage_error("bad value for --command-buffers: %s (on or off)", optarg);
       ro.no_command_buffers = strcmp(optarg, "off") == 0;
       break;
+    case OPT_SYNC_EACH: ro.sync_each_thunk = true; break;
     case OPT_HELP: fputs(usage_text, stdout); return 0;
     case OPT_VERSION: printf("xhlo-run %s\n", XHLOC_VERSION); return 0;
     default:

@@ -32,6 +32,7 @@ typedef struct RunOpts {
   int threads;                    /* --threads; 0: XHLO_NUM_THREADS or all cores */
   const char *lib_path;           /* --lib-path: vendor library directories */
   bool no_command_buffers;        /* --command-buffers=off */
+  bool sync_each_thunk;           /* --sync-each-thunk */
 } RunOpts;
 
 /*

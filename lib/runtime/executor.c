@@ -5,13 +5,24 @@
  * allocation table (so no artifact, however made, can send a kernel or copy
  * outside a buffer), parses the leaf shapes, refuses layouts it cannot
  * permute (tiles, sub-byte element sizes, dynamic dimensions), allocates one
- * device buffer per allocation, uploads the constants and loads the kernels.
+ * device pool that holds every allocation (each at a 256-byte aligned
+ * offset: one platform allocation, not one per buffer), uploads the
+ * constants and loads the kernels.
  * It mirrors the thunk tree in ExecThunks that hold what a run needs at
  * hand: the resolved kernel handle and its argument addresses.
  *
  * A run uploads the inputs, walks the tree (a while loop reads its pred
  * byte back after each cond; a conditional reads its pred or s32 index),
- * and downloads the results.
+ * and downloads the results.  On a platform with pinned host memory the
+ * inputs and outputs pass through one pinned staging buffer (allocated by
+ * the first run, reused after) with asynchronous copies, and the run
+ * synchronizes once at its end; its thunks are then timed with two
+ * platform marks, so the time excludes the copies.
+ *
+ * Device errors that show only at a synchronization (a kernel's illegal
+ * address) are reported with the thunks run since the previous one; with
+ * executor_set_sync_each_thunk every thunk is followed by a
+ * synchronization, naming the one at fault.
  *
  * A command buffer (on a platform that has them, unless turned off) is
  * recorded by running its commands between cmdbuf_begin and cmdbuf_end the
@@ -70,8 +81,22 @@ struct Executor {
   const Artifact *a;
   Platform *p;
   Arena *arena;
-  DevPtr *bufs;                   /* one per allocation */
+  DevPtr *bufs;                   /* one per allocation, in the pool */
   int nbufs;
+  DevPtr pool;                    /* every allocation; 0 when none */
+  size_t pool_size;
+  int64_t *pool_off;              /* nbufs offsets into the pool */
+  /* pinned staging (platforms with host_alloc): the inputs, then the
+   * outputs, each at a 64-byte aligned offset */
+  bool staged;
+  uint8_t *stage;                 /* NULL until the first run */
+  size_t stage_size;
+  size_t *stage_in, *stage_out;   /* offsets per parameter, per output */
+  /* thunks issued since the last synchronization, for error messages */
+  bool sync_each;
+  bool recording;                 /* inside a command buffer's recording */
+  int64_t npending;
+  const Thunk *pending_first, *pending_last;
   Shape **param_shapes, **out_shapes;
   Shape *result_shape;
   ExecSeq entry;
@@ -522,6 +547,67 @@ static Shape *leaf_shape(Executor *e, const ArtLeaf *l, const char *what, int k,
   return s;
 }
 
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+static void set_bufs(Executor *e) {
+  for (int k = 0; k < e->nbufs; k++) e->bufs[k] = e->pool + (DevPtr)e->pool_off[k];
+}
+
+/* The pool: every allocation at a 256-byte aligned offset (at least one
+ * word each, so every allocation has its own address), in one platform
+ * allocation. */
+static bool alloc_pool(Executor *e, Diag *d) {
+  const Artifact *a = e->a;
+  e->pool_off = xcalloc((size_t)a->nallocs + 1, sizeof *e->pool_off);
+  size_t total = 0;
+  int largest = -1;
+  for (int k = 0; k < a->nallocs; k++) {
+    int64_t sz = a->allocs[k].size;
+    if (sz < 0) return ex_err(d, "the artifact's allocation %d has a negative size", k);
+    if ((uint64_t)sz > SIZE_MAX / 2 || total > SIZE_MAX / 2 - (size_t)sz - 256)
+      return ex_err(d, "the artifact's allocations add up to more than the address space");
+    e->pool_off[k] = (int64_t)total;
+    total = round_up(total + (sz > 0 ? (size_t)sz : 4), 256);
+    if (largest < 0 || sz > a->allocs[largest].size) largest = k;
+  }
+  e->nbufs = a->nallocs;
+  if (!total) return true;
+  Diag pd = {0};
+  if (!e->p->alloc(e->p, total, &e->pool, &pd)) {
+    ex_err(d, "cannot allocate the %zu bytes (%.1f MiB) of device memory for the artifact's %d "
+           "buffers (one pool; the largest is allocation %d, %lld bytes): %s",
+           total, (double)total / (1024.0 * 1024.0), a->nallocs, largest,
+           (long long)a->allocs[largest].size, pd.msg ? pd.msg : "failed");
+    diag_clear(&pd);
+    e->pool = 0;
+    return false;
+  }
+  e->pool_size = total;
+  set_bufs(e);
+  return true;
+}
+
+/* Where each non-empty input and output goes in the pinned staging
+ * buffer, on a platform that has one. */
+static void plan_staging(Executor *e) {
+  Platform *p = e->p;
+  const Artifact *a = e->a;
+  e->staged = p->host_alloc && p->host_free && p->copy_h2d_async && p->copy_d2h_async;
+  if (!e->staged) return;
+  e->stage_in = xcalloc((size_t)a->nparams + 1, sizeof *e->stage_in);
+  e->stage_out = xcalloc((size_t)a->noutputs + 1, sizeof *e->stage_out);
+  size_t at = 0;
+  for (int k = 0; k < a->nparams; k++) {
+    e->stage_in[k] = at;
+    at = round_up(at + (size_t)a->params[k].slice.size, 64);
+  }
+  for (int k = 0; k < a->noutputs; k++) {
+    e->stage_out[k] = at;
+    at = round_up(at + (size_t)a->outputs[k].slice.size, 64);
+  }
+  e->stage_size = at;
+}
+
 static bool upload_constants(Executor *e, Diag *d) {
   const Artifact *a = e->a;
   for (int k = 0; k < a->nconsts; k++) {
@@ -569,16 +655,8 @@ Executor *executor_new(const Artifact *a, Platform *p,
     goto fail;
 
   e->bufs = xcalloc((size_t)a->nallocs + 1, sizeof *e->bufs);
-  for (int k = 0; k < a->nallocs; k++) {
-    int64_t sz = a->allocs[k].size;
-    if (sz < 0) {
-      ex_err(d, "the artifact's allocation %d has a negative size", k);
-      goto fail;
-    }
-    /* at least one word, so every allocation has its own address */
-    if (!p->alloc(p, sz > 0 ? (size_t)sz : 4, &e->bufs[k], d)) goto fail;
-    e->nbufs = k + 1;
-  }
+  if (!alloc_pool(e, d)) goto fail;
+  plan_staging(e);
   if (!prepare_seq(e, &a->entry, 0, &e->entry, d)) goto fail;
   e->prof = ARENA_ARRAY(e->arena, ThunkProfile, e->nprof + 1);
   fill_profile(e, &e->entry, -1, 0);
@@ -594,8 +672,12 @@ void executor_free(Executor *e) {
   for (int k = 0; k < e->ncbs; k++)
     if (e->cbs[k]->handle) e->p->cmdbuf_free(e->p, e->cbs[k]->handle);
   free(e->cbs);
-  for (int k = 0; k < e->nbufs; k++) e->p->free(e->p, e->bufs[k]);
+  if (e->pool) e->p->free(e->p, e->pool);
+  if (e->stage) e->p->host_free(e->p, e->stage);
   free(e->bufs);
+  free(e->pool_off);
+  free(e->stage_in);
+  free(e->stage_out);
   for (int k = 0; e->prof && k < e->nprof; k++) free(e->prof[k].ms);
   free(e->events);
   arena_free(e->arena);
@@ -604,6 +686,10 @@ void executor_free(Executor *e) {
 
 void executor_set_profile(Executor *e, bool on) {
   e->profile = on;
+}
+
+void executor_set_sync_each_thunk(Executor *e, bool on) {
+  e->sync_each = on;
 }
 
 void executor_set_command_buffers(Executor *e, bool on) {
@@ -650,23 +736,17 @@ static void rebind_seq(Executor *e, ExecSeq *s) {
 
 bool executor_move_buffers(Executor *e, Diag *d) {
   Platform *p = e->p;
-  for (int k = 0; k < e->nbufs; k++) {
-    int64_t sz = e->a->allocs[k].size;
-    size_t n = sz > 0 ? (size_t)sz : 4;
-    DevPtr fresh = 0;
-    if (!p->alloc(p, n, &fresh, d)) return false;
-    if (!p->copy_d2d(p, fresh, e->bufs[k], n, d)) {
-      p->free(p, fresh);
-      return false;
-    }
-    /* the old memory may still be read by queued work */
-    if (!p->synchronize(p, d)) {
-      p->free(p, fresh);
-      return false;
-    }
-    p->free(p, e->bufs[k]);
-    e->bufs[k] = fresh;
+  if (!e->pool) return true;
+  DevPtr fresh = 0;
+  if (!p->alloc(p, e->pool_size, &fresh, d)) return false;
+  /* the old memory may still be read by queued work */
+  if (!p->copy_d2d(p, fresh, e->pool, e->pool_size, d) || !p->synchronize(p, d)) {
+    p->free(p, fresh);
+    return false;
   }
+  p->free(p, e->pool);
+  e->pool = fresh;
+  set_bufs(e);
   rebind_seq(e, &e->entry);
   return true;
 }
@@ -719,6 +799,43 @@ static bool trace_end(Executor *e, int64_t ev, int m, double ms, Diag *d) {
 
 static bool run_seq(Executor *e, const ExecSeq *s, Diag *d);
 
+static const char *thunk_name(const Thunk *t) {
+  if (t->annotation) return t->annotation;
+  if (t->kind == THUNK_KERNEL && t->kernel_name) return t->kernel_name;
+  return kind_name(t->kind);
+}
+
+/* A thunk was issued: it may fail at the next synchronization. */
+static void pending_add(Executor *e, const Thunk *t) {
+  if (e->recording) return;
+  if (!e->npending++) e->pending_first = t;
+  e->pending_last = t;
+}
+
+/* After a synchronization (the platform's synchronize, or a device-to-host
+ * read; where: which, for the message) that failed: the message says
+ * which thunks may have caused it (where NULL: the caller names the
+ * thunk).  Either way nothing is pending after it. */
+static bool synced(Executor *e, bool ok, const char *where, Diag *d) {
+  if (!ok && where && e->npending && d->msg) {
+    char *m = d->msg;
+    d->msg = NULL;
+    d->has_error = false;
+    if (e->npending == 1)
+      ex_err(d, "%s (found at %s; thunk '%s' ran since the previous synchronization and "
+             "caused it)", m, where, thunk_name(e->pending_first));
+    else
+      ex_err(d, "%s (found at %s; one of the %lld thunks since the previous synchronization, "
+             "from '%s' to '%s', caused it; run with --sync-each-thunk to name it)",
+             m, where, (long long)e->npending, thunk_name(e->pending_first),
+             thunk_name(e->pending_last));
+    free(m);
+  }
+  e->npending = 0;
+  e->pending_first = e->pending_last = NULL;
+  return ok;
+}
+
 static bool thunk_err(const ExecThunk *x, Diag *d) {
   /* the platform's message first, then which thunk (a while or conditional
    * leaves its nested thunk's message as it is) */
@@ -743,10 +860,13 @@ static bool run_cmdbuf(Executor *e, const ExecThunk *x, Diag *d) {
   size_t bytes = sizeof *cb->now * (size_t)cb->naddrs;
   if (!cb->handle || memcmp(cb->now, cb->addrs, bytes) != 0) {
     if (!p->cmdbuf_begin(p, d)) return false;
-    /* the commands are recorded, not run: no timing marks among them */
+    /* the commands are recorded, not run: no timing marks or
+     * synchronizations among them */
     bool profile = e->profile;
     e->profile = false;
+    e->recording = true;
     bool ok = run_seq(e, &x->cmds, d);
+    e->recording = false;
     e->profile = profile;
     Diag ignored = {0};
     if (!p->cmdbuf_end(p, ok, &cb->handle, ok ? d : &ignored)) ok = false;
@@ -772,7 +892,9 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
     for (;;) {
       if (!run_seq(e, &x->cond, d)) return false;
       uint8_t pred = 0;
-      if (!p->copy_d2h(p, &pred, x->pred, 1, d)) return false;
+      if (!synced(e, p->copy_d2h(p, &pred, x->pred, 1, d), "reading a while loop's condition",
+                  d))
+        return false;
       if (!pred) return true;
       if (!run_seq(e, &x->body, d)) return false;
     }
@@ -780,11 +902,14 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
     int b;
     if (t->index_is_pred) {
       uint8_t pred = 0;
-      if (!p->copy_d2h(p, &pred, x->pred, 1, d)) return false;
+      if (!synced(e, p->copy_d2h(p, &pred, x->pred, 1, d), "reading a conditional's predicate",
+                  d))
+        return false;
       b = pred ? 0 : 1;
     } else {
       int32_t idx = 0;
-      if (!p->copy_d2h(p, &idx, x->pred, 4, d)) return false;
+      if (!synced(e, p->copy_d2h(p, &idx, x->pred, 4, d), "reading a conditional's index", d))
+        return false;
       b = idx < 0 || idx >= t->nbranches ? t->nbranches - 1 : idx;
     }
     return run_seq(e, &x->branches[b], d);
@@ -800,14 +925,27 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
   return false;
 }
 
+/* With --sync-each-thunk: a synchronization after a thunk that issued
+ * device work, its failure naming the thunk. */
+static bool sync_after(Executor *e, const ExecThunk *x, Diag *d) {
+  ThunkKind k = x->thunk->kind;
+  if (e->recording || k == THUNK_WHILE || k == THUNK_CONDITIONAL) return true;
+  return synced(e, e->p->synchronize(e->p, d), NULL, d);
+}
+
 static bool run_thunk(Executor *e, const ExecThunk *x, Diag *d) {
-  if (!e->profile) return run_thunk_body(e, x, d) || thunk_err(x, d);
+  ThunkKind k = x->thunk->kind;
+  if (k != THUNK_WHILE && k != THUNK_CONDITIONAL) pending_add(e, x->thunk);
+  if (!e->profile)
+    return (run_thunk_body(e, x, d) && (!e->sync_each || sync_after(e, x, d))) ||
+           thunk_err(x, d);
   Platform *p = e->p;
   int m0 = 2 * x->depth, m1 = m0 + 1;
   double ms = 0;
   int64_t ev = trace_begin(e, x->prof);
   if (!p->mark(p, m0, d) || !run_thunk_body(e, x, d) || !p->mark(p, m1, d) ||
-      !p->elapsed_ms(p, m0, m1, &ms, d) || !trace_end(e, ev, m0, ms, d))
+      !p->elapsed_ms(p, m0, m1, &ms, d) || !trace_end(e, ev, m0, ms, d) ||
+      (e->sync_each && !sync_after(e, x, d)))
     return thunk_err(x, d);
   ThunkProfile *tp = &e->prof[x->prof];
   tp->ms[tp->nsamples - 1] += ms;
@@ -826,6 +964,7 @@ static bool run_group(Executor *e, const ExecThunk *x, int n, Diag *d) {
     nargs[k] = x[k].thunk->nargs;
     args[k] = x[k].args;
     grids[k] = x[k].thunk->grid;
+    pending_add(e, x[k].thunk);
   }
   if (e->p->launch_group(e->p, n, kernels, nargs, args, grids, d))
     return true;
@@ -836,7 +975,7 @@ static bool run_group(Executor *e, const ExecThunk *x, int n, Diag *d) {
 static bool run_seq(Executor *e, const ExecSeq *s, Diag *d) {
   for (int k = 0; k < s->n;) {
     int g = s->t[k].group;
-    if (g > 1 && !e->profile) {
+    if (g > 1 && !e->profile && !e->sync_each) {
       if (!run_group(e, &s->t[k], g, d)) return false;
       k += g;
     } else {
@@ -849,6 +988,17 @@ static bool run_seq(Executor *e, const ExecSeq *s, Diag *d) {
 
 static bool upload_inputs(Executor *e, Literal *const *inputs, Diag *d) {
   const Artifact *a = e->a;
+  Platform *p = e->p;
+  if (e->staged && !e->stage && e->stage_size) {
+    Diag pd = {0};
+    e->stage = p->host_alloc(p, e->stage_size, &pd);
+    if (!e->stage) {
+      ex_err(d, "cannot allocate the %zu bytes of pinned host memory that stage the inputs "
+             "and outputs: %s", e->stage_size, pd.msg ? pd.msg : "failed");
+      diag_clear(&pd);
+      return false;
+    }
+  }
   for (int k = 0; k < a->nparams; k++) {
     const Shape *s = e->param_shapes[k];
     if (s->et == ET_TOKEN) continue;
@@ -861,15 +1011,38 @@ static bool upload_inputs(Executor *e, Literal *const *inputs, Diag *d) {
     if (n == 0) continue;
     if (!l->data) return ex_err(d, "input %d has no values", k);
     DevPtr dst = slice_addr(e, a->params[k].slice);
+    if (e->staged) {
+      uint8_t *st = e->stage + e->stage_in[k];
+      if (layout_is_identity(s))
+        memcpy(st, l->data, n);
+      else
+        layout_to_physical(s, l->data, st);
+      if (!p->copy_h2d_async(p, dst, st, n, d)) return false;
+      continue;
+    }
     if (layout_is_identity(s)) {
-      if (!e->p->copy_h2d(e->p, dst, l->data, n, d)) return false;
+      if (!p->copy_h2d(p, dst, l->data, n, d)) return false;
       continue;
     }
     uint8_t *tmp = xmalloc(n);
     layout_to_physical(s, l->data, tmp);
-    bool ok = e->p->copy_h2d(e->p, dst, tmp, n, d);
+    bool ok = p->copy_h2d(p, dst, tmp, n, d);
     free(tmp);
     if (!ok) return false;
+  }
+  return true;
+}
+
+/* Staged: queues the outputs' copies into the staging buffer (read by
+ * download_outputs after the run's synchronization). */
+static bool queue_outputs(Executor *e, Diag *d) {
+  const Artifact *a = e->a;
+  for (int k = 0; k < a->noutputs; k++) {
+    size_t n = (size_t)a->outputs[k].slice.size;
+    if (e->out_shapes[k]->et == ET_TOKEN || !n) continue;
+    if (!e->p->copy_d2h_async(e->p, e->stage + e->stage_out[k],
+                              slice_addr(e, a->outputs[k].slice), n, d))
+      return false;
   }
   return true;
 }
@@ -887,7 +1060,13 @@ static bool download_outputs(Executor *e, Arena *out, Literal **leaves, Diag *d)
     Literal *l = literal_new(out, ls);
     size_t n = (size_t)a->outputs[k].slice.size;
     DevPtr src = slice_addr(e, a->outputs[k].slice);
-    if (n && layout_is_identity(s)) {
+    if (n && e->staged) {
+      const uint8_t *st = e->stage + e->stage_out[k];
+      if (layout_is_identity(s))
+        memcpy(l->data, st, n);
+      else
+        layout_from_physical(s, st, l->data);
+    } else if (n && layout_is_identity(s)) {
       if (!e->p->copy_d2h(e->p, l->data, src, n, d)) return false;
     } else if (n) {
       uint8_t *tmp = xmalloc(n);
@@ -907,14 +1086,19 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
                   Literal **result, Diag *d) {
   Platform *p = e->p;
   e->base_mark = 2 * (e->max_depth + 1);
+  int start = e->base_mark, end = e->base_mark + 1;
+  /* staged, the thunks are timed on the device: the host's clock would
+   * count the input copies queued before them */
+  bool marks = e->profile || e->staged;
+  if (marks && !p->reserve_marks(p, e->base_mark + 2, d)) return false;
   if (e->profile) {
-    if (!p->reserve_marks(p, e->base_mark + 2, d)) return false;
     for (int k = 0; k < e->nprof; k++) {
       ThunkProfile *tp = &e->prof[k];
       tp->ms = xreallocarray(tp->ms, (size_t)tp->nsamples + 1, sizeof *tp->ms);
       tp->ms[tp->nsamples++] = 0;
     }
   }
+  e->npending = 0;
   if (!upload_inputs(e, inputs, d))
     return false;
   struct timespec t0, t1;
@@ -928,22 +1112,28 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
     e->run_origin = now - e->trace_t0 > e->trace_end ? now - e->trace_t0 : e->trace_end;
     run_ev = trace_begin(e, -1);
   }
-  if (e->profile && !p->mark(p, e->base_mark, d)) return false;
+  if (marks && !p->mark(p, start, d)) return false;
   if (!run_seq(e, &e->entry, d))
     return false;
+  double run_ms = 0;
+  if (marks && !p->mark(p, end, d)) return false;
   if (e->profile && e->max_events) {
-    double ms = 0;
-    int end = e->base_mark + 1;
-    if (!p->mark(p, end, d) || !p->elapsed_ms(p, e->base_mark, end, &ms, d) ||
-        !trace_end(e, run_ev, e->base_mark, ms, d))
+    if (!p->elapsed_ms(p, start, end, &run_ms, d) || !trace_end(e, run_ev, start, run_ms, d))
       return false;
-    e->trace_end = e->run_origin + ms;
+    e->trace_end = e->run_origin + run_ms;
     e->traced_runs++;
   }
-  if (!p->synchronize(p, d))
+  if (e->staged && !queue_outputs(e, d))
+    return synced(e, false, "queueing the copies of the outputs", d);
+  if (!synced(e, p->synchronize(p, d), "the synchronization after the last thunk", d))
     return false;
   clock_gettime(CLOCK_MONOTONIC, &t1);
   e->last_exec_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6;
+  if (e->staged) {
+    if (!(e->profile && e->max_events) && !p->elapsed_ms(p, start, end, &run_ms, d))
+      return false;
+    e->last_exec_ms = run_ms;
+  }
   Literal **leaves = xcalloc((size_t)e->a->noutputs + 1, sizeof *leaves);
   bool ok = download_outputs(e, out, leaves, d);
   if (ok) {

@@ -9,11 +9,15 @@
  * here exits.  Operations are ordered: a read-back (copy_d2h) sees every
  * earlier launch and copy.
  *
- * The executor (executor.c) allocates one device buffer per allocation of
- * the artifact, uploads the constants once, then for each run uploads the
- * inputs into the parameter slices (permuted from row-major literals into
- * each parameter's layout), runs the thunks, and downloads the result leaves
- * (permuted back to row-major) into literals shaped like the entry result.
+ * The executor (executor.c) allocates one device pool for all the
+ * artifact's allocations (each a slice at 256-byte alignment), uploads the
+ * constants once, then for each run uploads the inputs into the parameter
+ * slices (permuted from row-major literals into each parameter's layout),
+ * runs the thunks, and downloads the result leaves (permuted back to
+ * row-major) into literals shaped like the entry result.  On a platform
+ * with pinned host memory and asynchronous copies, the inputs and outputs
+ * go through one pinned staging buffer (made by the first run, reused by
+ * the next) and the run synchronizes once, at its end.
  */
 #ifndef XHLOC_PLATFORM_H
 #define XHLOC_PLATFORM_H
@@ -60,6 +64,15 @@ struct Platform {
                        const DevPtr *const *args, const uint32_t *const *grids,
                        Diag *d);
   bool (*synchronize)(Platform *p, Diag *d);
+
+  /* Optional (all four or none; NULL: the executor copies synchronously
+   * from the literals): page-locked host memory, and copies between it and
+   * device memory queued in stream order, complete at the next
+   * synchronize.  host_alloc returns NULL with a message on failure. */
+  void *(*host_alloc)(Platform *p, size_t n, Diag *d);
+  void (*host_free)(Platform *p, void *m);
+  bool (*copy_h2d_async)(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d);
+  bool (*copy_d2h_async)(Platform *p, void *dst, DevPtr src, size_t n, Diag *d);
 
   /* Library calls (libcall.h), in stream order: s[] holds the device address
    * of each slice of the thunk (GEMM_* / CONV_* order), 0 for absent ones.
@@ -143,6 +156,13 @@ void executor_free(Executor *e);
  * commands then show no time of their own). */
 void executor_set_profile(Executor *e, bool on);
 
+/* Debugging device faults: on, the executor synchronizes after every
+ * thunk (outside command-buffer recording), so an error that the device
+ * reports late (a kernel's illegal address) names the thunk that caused
+ * it.  Off (the default), an error found at a synchronization names the
+ * thunks run since the previous one. */
+void executor_set_sync_each_thunk(Executor *e, bool on);
+
 /* Command buffers (on by default): on a platform that has them, a
  * COMMAND_BUFFER thunk is recorded the first time it runs and replayed
  * after that, re-recorded (and updated in place) when the device addresses
@@ -150,7 +170,7 @@ void executor_set_profile(Executor *e, bool on);
  * platform without them, its commands run one by one. */
 void executor_set_command_buffers(Executor *e, bool on);
 
-/* Moves every allocation to new device memory (contents copied, the old
+/* Moves the buffer pool to new device memory (contents copied, the old
  * memory freed), as a caller that hands the executor other buffers would:
  * the next run sees new addresses everywhere, so every recorded command
  * buffer is updated before it is replayed. */

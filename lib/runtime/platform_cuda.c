@@ -7,8 +7,17 @@
  * The device's primary context is made current; every operation goes to the
  * legacy default stream, so launches, copies and memsets run in program
  * order and a device-to-host copy sees all of them.  The PTX is JIT-compiled
- * by the driver for the actual GPU; its error log is part of the message
- * when that fails.  Timer marks are CUDA events.
+ * by the driver for the actual GPU; when that fails the message has the
+ * JIT's error log and, for a PTX the driver does not know, the PTX's
+ * .version and .target beside the driver's CUDA version.  Timer marks are
+ * CUDA events.
+ *
+ * Memory: the executor asks for one device pool per artifact (cuMemAlloc);
+ * an out-of-memory failure names the size and the device's free and total
+ * memory.  The inputs and outputs are staged in page-locked host memory
+ * (cuMemAllocHost) and copied with cuMemcpyHtoDAsync / cuMemcpyDtoHAsync on
+ * the stream; a driver without these entry points (all four optional) gets
+ * synchronous copies from ordinary memory.
  *
  * Entry points are looked up by their versioned ABI names (cuMemAlloc_v2,
  * ...), the names cuda.h's macros map the plain names to.
@@ -82,12 +91,21 @@ typedef struct CudaApi {
   CUresult (*GraphExecDestroy)(CUgraphExec);
   CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
   CUresult (*MemsetD32Async)(CUdeviceptr, unsigned int, size_t, CUstream);
+  /* pinned staging (optional, all or none) */
+  CUresult (*MemAllocHost)(void **, size_t);
+  CUresult (*MemFreeHost)(void *);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  /* optional on their own, for messages */
+  CUresult (*DriverGetVersion)(int *);
+  CUresult (*MemGetInfo)(size_t *, size_t *);
   /* optional on its own: without it a changed graph is re-instantiated */
   CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
 } CudaApi;
 
 /* Symbol names, first choice and fallback (older drivers); optional ones
- * (1: the command-buffer group, 2: on its own) may be missing. */
+ * (1: the command-buffer group, 2: on its own, 3: the staging group) may
+ * be missing. */
 static const struct {
   const char *name, *alt;
   size_t off;
@@ -132,6 +150,12 @@ static const struct {
   OPT(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL, 1),
   OPT(MemsetD32Async, "cuMemsetD32Async", NULL, 1),
   OPT(GraphExecUpdate, "cuGraphExecUpdate_v2", NULL, 2),
+  OPT(MemAllocHost, "cuMemAllocHost_v2", "cuMemAllocHost", 3),
+  OPT(MemFreeHost, "cuMemFreeHost", NULL, 3),
+  OPT(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL, 3),
+  OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, 3),
+  OPT(DriverGetVersion, "cuDriverGetVersion", NULL, 2),
+  OPT(MemGetInfo, "cuMemGetInfo_v2", NULL, 2),
 #undef OPT
 #undef SYM
 };
@@ -150,6 +174,7 @@ typedef struct CudaState {
   CublasLt *lt;                   /* opened by the first GEMM */
   Cudnn *dnn;                     /* opened by the first convolution */
   bool have_graphs;               /* the command-buffer entry points */
+  bool have_staging;              /* pinned memory and async copies */
   CUstream capture;               /* the stream captured into graphs */
   CUstream stream;                /* where work goes: NULL (the legacy
                                      default stream), or capture while a
@@ -180,9 +205,37 @@ static bool ck(const CudaState *c, CUresult r, const char *what, Diag *d) {
 static bool cu_alloc(Platform *p, size_t n, DevPtr *out, Diag *d) {
   CudaState *c = p->impl;
   CUdeviceptr m = 0;
-  if (!ck(c, c->api.MemAlloc(&m, n), "cuMemAlloc", d)) return false;
+  CUresult r = c->api.MemAlloc(&m, n);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    /* out of device memory: how much there is */
+    size_t fr = 0, total = 0;
+    char what[128];
+    if (c->api.MemGetInfo && c->api.MemGetInfo(&fr, &total) == CUDA_SUCCESS)
+      snprintf(what, sizeof what, "cuMemAlloc of %zu bytes (the device has %.1f MiB free of %.1f)",
+               n, (double)fr / 1048576.0, (double)total / 1048576.0);
+    else
+      snprintf(what, sizeof what, "cuMemAlloc of %zu bytes", n);
+    return ck(c, r, what, d);
+  }
+  if (!ck(c, r, "cuMemAlloc", d)) return false;
   *out = (DevPtr)m;
   return true;
+}
+
+/* ---- pinned staging ------------------------------------------------------- */
+
+static void *cu_host_alloc(Platform *p, size_t n, Diag *d) {
+  CudaState *c = p->impl;
+  void *m = NULL;
+  char what[64];
+  snprintf(what, sizeof what, "cuMemAllocHost of %zu bytes", n);
+  if (!ck(c, c->api.MemAllocHost(&m, n), what, d)) return NULL;
+  return m;
+}
+
+static void cu_host_free(Platform *p, void *m) {
+  CudaState *c = p->impl;
+  c->api.MemFreeHost(m);
 }
 
 static void cu_free(Platform *p, DevPtr m) {
@@ -208,6 +261,20 @@ static bool cu_d2h(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
   return ck(c, c->api.MemcpyDtoH(dst, (CUdeviceptr)src, n), "cuMemcpyDtoH", d);
 }
 
+static bool cu_h2d_async(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
+  CudaState *c = p->impl;
+  if (!not_recording(c, "a host-to-device copy", d)) return false;
+  return ck(c, c->api.MemcpyHtoDAsync((CUdeviceptr)dst, src, n, c->stream),
+            "cuMemcpyHtoDAsync", d);
+}
+
+static bool cu_d2h_async(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
+  CudaState *c = p->impl;
+  if (!not_recording(c, "a device-to-host copy", d)) return false;
+  return ck(c, c->api.MemcpyDtoHAsync(dst, (CUdeviceptr)src, n, c->stream),
+            "cuMemcpyDtoHAsync", d);
+}
+
 static bool cu_d2d(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
   if (c->stream)
@@ -222,6 +289,42 @@ static bool cu_memset32(Platform *p, DevPtr dst, uint32_t v, size_t count, Diag 
     return ck(c, c->api.MemsetD32Async((CUdeviceptr)dst, v, count, c->stream),
               "cuMemsetD32Async", d);
   return ck(c, c->api.MemsetD32((CUdeviceptr)dst, v, count), "cuMemsetD32", d);
+}
+
+/* Copies the word after `directive` (".version", ".target") in the PTX. */
+static void ptx_directive(const char *ptx, const char *directive, char *out, size_t cap) {
+  snprintf(out, cap, "?");
+  size_t dl = strlen(directive);
+  for (const char *l = ptx; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+    while (*l == ' ' || *l == '\t') l++;
+    if (strncmp(l, directive, dl) != 0 || (l[dl] != ' ' && l[dl] != '\t')) continue;
+    l += dl;
+    while (*l == ' ' || *l == '\t') l++;
+    size_t n = strcspn(l, " \t\r\n,");
+    if (n >= cap) n = cap - 1;
+    memcpy(out, l, n);
+    out[n] = 0;
+    return;
+  }
+}
+
+/* For a PTX the driver rejects: what the PTX asks for and what the driver
+ * is, e.g. "; the PTX is .version 8.7 .target sm_90 and the driver is CUDA
+ * 12.2 (cuDriverGetVersion 12020)". */
+static void ptx_versions(const CudaState *c, const char *ptx, char *out, size_t cap) {
+  char ver[32], target[32];
+  ptx_directive(ptx, ".version", ver, sizeof ver);
+  ptx_directive(ptx, ".target", target, sizeof target);
+  int v = 0;
+  if (c->api.DriverGetVersion && c->api.DriverGetVersion(&v) == CUDA_SUCCESS)
+    snprintf(out, cap, "; the PTX is .version %s .target %s and the driver is CUDA %d.%d "
+             "(cuDriverGetVersion %d): a PTX ISA version or target newer than the driver "
+             "knows needs a newer driver (PTX ISA 8.0 came with CUDA 12.0)", ver, target,
+             v / 1000,
+             v % 1000 / 10, v);
+  else
+    snprintf(out, cap, "; the PTX is .version %s .target %s (the driver's version is unknown)",
+             ver, target);
 }
 
 static bool cu_load(Platform *p, const uint8_t *bytes, size_t len, const char *path,
@@ -248,7 +351,11 @@ static bool cu_load(Platform *p, const uint8_t *bytes, size_t len, const char *p
     errlog[LOG - 1] = 0;
     size_t el = strlen(errlog);
     while (el && (errlog[el - 1] == '\n' || errlog[el - 1] == ' ')) errlog[--el] = 0;
-    ok = cu_err(d, "%s: the driver cannot JIT-compile the PTX: %s%s%s", path, cd.msg,
+    char why[512] = "";
+    if (r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION || r == CUDA_ERROR_INVALID_PTX ||
+        r == CUDA_ERROR_NO_BINARY_FOR_GPU)
+      ptx_versions(c, ptx, why, sizeof why);
+    ok = cu_err(d, "%s: the driver cannot JIT-compile the PTX: %s%s%s%s", path, cd.msg, why,
                 el ? "\nJIT error log:\n" : "", errlog);
     diag_clear(&cd);
   } else {
@@ -423,11 +530,12 @@ static bool cuda_open(CudaState *c, Diag *d) {
     return cu_err(d, "cannot load libcuda.so.1: %s; is the NVIDIA driver installed?",
                   why ? why : "dlopen failed");
   }
-  c->have_graphs = true;
+  c->have_graphs = c->have_staging = true;
   for (size_t k = 0; k < ARRAY_LEN(cuda_syms); k++) {
     void *sym = dlsym(c->lib, cuda_syms[k].name);
     if (!sym && cuda_syms[k].alt) sym = dlsym(c->lib, cuda_syms[k].alt);
     if (!sym && cuda_syms[k].optional == 1) c->have_graphs = false;
+    if (!sym && cuda_syms[k].optional == 3) c->have_staging = false;
     if (!sym && !cuda_syms[k].optional)
       return cu_err(d, "libcuda.so.1 has no %s; the NVIDIA driver is too old",
                     cuda_syms[k].name);
@@ -468,6 +576,12 @@ Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
   p->destroy = cu_destroy;
   if (o && o->lib_path) c->lib_path = xstrdup(o->lib_path);
   bool opened = cuda_open(c, d);
+  if (opened && c->have_staging) {
+    p->host_alloc = cu_host_alloc;
+    p->host_free = cu_host_free;
+    p->copy_h2d_async = cu_h2d_async;
+    p->copy_d2h_async = cu_d2h_async;
+  }
   if (opened && c->have_graphs) {
     p->cmdbuf_begin = cu_cmdbuf_begin;
     p->cmdbuf_end = cu_cmdbuf_end;

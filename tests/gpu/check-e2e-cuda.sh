@@ -12,12 +12,15 @@
 # artifacts where xhloc builds (`make gpu-artifacts` writes them to
 # build/gpu-e2e/), bring that directory along, and the script runs them
 # (XHLOC_GPU_ARTIFACTS names another directory).  When xhloc is present it
-# compiles the modules itself.
+# compiles the modules itself.  XHLOC_E2E_DIR names the directory of the
+# modules' .hlo files (default testdata/e2e; scripts/gpu-check.sh points it
+# at its prepared directory).
 set -u
 bin=${XHLOC_BIN:-build/bin}
 xhloc=$bin/xhloc
 run=$bin/xhlo-run
 prebuilt=${XHLOC_GPU_ARTIFACTS:-build/gpu-e2e}
+src=${XHLOC_E2E_DIR:-testdata/e2e}
 pass=0 fail=0
 t=$(mktemp -d)
 trap 'rm -rf "$t"' EXIT
@@ -37,7 +40,7 @@ bad() {
   sed 's/^/  | /' "$t/err" | head -n 8
 }
 
-for f in testdata/e2e/*.hlo; do
+for f in "$src"/*.hlo; do
   name=$(basename "$f" .hlo)
   if [ ! -x "$xhloc" ]; then
     if [ ! -f "$prebuilt/$name.thunks" ]; then

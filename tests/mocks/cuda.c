@@ -18,6 +18,20 @@
  * would join the capture implicitly.  Freed memory is poisoned (0xa5) and
  * never reused, so a graph that kept stale addresses computes garbage.
  * mock_cuda_defer lets the mock libraries put their work into a capture.
+ *
+ * Pinned host memory (cuMemAllocHost) and the async host copies are logged
+ * with their sizes.  Failures can be injected from the environment, for
+ * tests through xhlo-run (read by cuInit):
+ *   MOCK_CUDA_FAIL=NAME:STATUS   the call NAME (cuMemAlloc,
+ *                                cuModuleLoadDataEx, cuMemAllocHost,
+ *                                cuLaunchKernel, ...) returns STATUS
+ *   MOCK_CUDA_FAULT=KERNEL       launching KERNEL succeeds but faults the
+ *                                context: every later synchronization and
+ *                                synchronous read-back returns 700
+ *                                (CUDA_ERROR_ILLEGAL_ADDRESS), as a real
+ *                                illegal address shows
+ *   MOCK_CUDA_DRIVER_VERSION=N   what cuDriverGetVersion says (default 12020)
+ * mock_fault(kernel) does what MOCK_CUDA_FAULT does, for test drivers.
  */
 #include <time.h>
 
@@ -27,6 +41,14 @@ typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
 
 static int live_allocs, live_graphs, live_execs;
+static int sticky;                /* a faulted context's error */
+static char fault_kernel[64];     /* MOCK_CUDA_FAULT */
+
+MOCK_EXPORT void mock_fault(const char *kernel);
+void mock_fault(const char *kernel) {
+  snprintf(fault_kernel, sizeof fault_kernel, "%s", kernel ? kernel : "");
+  sticky = 0;
+}
 
 MOCK_EXPORT int mock_live_allocs(void);
 int mock_live_allocs(void) { return live_allocs; }
@@ -223,7 +245,26 @@ static struct { CUdeviceptr p; size_t n; } *blocks;
 static int nblocks;
 
 
-CUresult cuInit(unsigned f) { return 0; }
+CUresult cuInit(unsigned f) {
+  const char *fail = getenv("MOCK_CUDA_FAIL"), *fault = getenv("MOCK_CUDA_FAULT");
+  if (fail && strchr(fail, ':')) {
+    char name[128];
+    snprintf(name, sizeof name, "%.*s", (int)(strchr(fail, ':') - fail), fail);
+    mock_fail(name, atoi(strchr(fail, ':') + 1));
+  }
+  if (fault) mock_fault(fault);
+  return 0;
+}
+CUresult cuDriverGetVersion(int *v) {
+  const char *e = getenv("MOCK_CUDA_DRIVER_VERSION");
+  *v = e ? atoi(e) : 12020;
+  return 0;
+}
+CUresult cuMemGetInfo_v2(size_t *fr, size_t *total) {
+  *fr = (size_t)1 << 30;
+  *total = (size_t)80 << 30;
+  return 0;
+}
 CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
 CUresult cuDeviceGet(int *d, int i) { *d = i; return i ? 101 : 0; }
 CUresult cuDeviceGetName(char *s, int n, int d) { snprintf(s, (size_t)n, "mock"); return 0; }
@@ -232,9 +273,11 @@ CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuCtxSetCurrent(void *c) { return c == (void *)1 ? 0 : 1; }
 CUresult cuCtxSynchronize(void) {
   mock_log("cuCtxSynchronize");
+  if (sticky) return sticky;
   return capturing ? 906 : 0;
 }
 CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *o, void **v) {
+  if (mock_failing("cuModuleLoadDataEx")) return mock_failing("cuModuleLoadDataEx");
   if (!strstr(img, ".entry ")) return 218;
   *m = strdup(img);
   return 0;
@@ -253,6 +296,10 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 }
 CUresult cuFuncSetAttribute(void *f, int a, int v) { return 0; }
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+  if (mock_failing("cuMemAlloc")) {
+    mock_log("cuMemAlloc %zu failed (injected)", n);
+    return mock_failing("cuMemAlloc");
+  }
   void *m = aligned_alloc(256, (n + 255) / 256 * 256);
   if (!m) return 2;
   memset(m, 0, n);
@@ -278,11 +325,47 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
   if (capturing) return 906;
+  mock_log("cuMemcpyHtoD %zu", n);
   memcpy((void *)(uintptr_t)d, s, n);
   return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
   if (capturing) return 906;
+  mock_log("cuMemcpyDtoH %zu", n);
+  if (sticky) return sticky;
+  memcpy(d, (void *)(uintptr_t)s, n);
+  return 0;
+}
+/* Pinned memory: host memory the mock counts, logged. */
+static int live_pinned;
+MOCK_EXPORT int mock_live_pinned(void);
+int mock_live_pinned(void) { return live_pinned; }
+CUresult cuMemAllocHost_v2(void **p, size_t n) {
+  if (mock_failing("cuMemAllocHost")) return mock_failing("cuMemAllocHost");
+  *p = aligned_alloc(64, (n + 63) / 64 * 64);
+  if (!*p) return 2;
+  live_pinned++;
+  mock_log("cuMemAllocHost %zu", n);
+  return 0;
+}
+CUresult cuMemFreeHost(void *p) {
+  mock_log("cuMemFreeHost");
+  free(p);
+  live_pinned--;
+  return 0;
+}
+/* The async host copies run now (the work before them is done); the log
+ * says which stream without the words the graph tests count. */
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
+  if (capturing) return 906;
+  if (mock_failing("cuMemcpyHtoDAsync")) return mock_failing("cuMemcpyHtoDAsync");
+  mock_log("cuMemcpyHtoDAsync %zu %s", n, st ? "(a stream)" : "(default stream)");
+  memcpy((void *)(uintptr_t)d, s, n);
+  return 0;
+}
+CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+  if (capturing) return 906;
+  mock_log("cuMemcpyDtoHAsync %zu %s", n, st ? "(a stream)" : "(default stream)");
   memcpy(d, (void *)(uintptr_t)s, n);
   return 0;
 }
@@ -304,6 +387,12 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   const Fn *fn = f;
   if (!fn || !gx || !gy || !gz || !bx || !by || !bz || extra) return 1;
   if (mock_failing("cuLaunchKernel")) return mock_failing("cuLaunchKernel");
+  if (fault_kernel[0] && strcmp(fault_kernel, fn->name) == 0) {
+    /* reported later, as the GPU reports an illegal address */
+    mock_log("cuLaunchKernel %s faults", fn->name);
+    sticky = 700;
+    return 0;
+  }
   Node nd = {.kind = N_KERNEL, .fn = fn};
   for (int k = 0; k < fn->nargs; k++) nd.args[k] = *(CUdeviceptr *)params[k];
   char what[64];
@@ -323,10 +412,27 @@ CUresult cuEventRecord(void *e, void *s) {
   mock_log("cuEventRecord");
   return 0;
 }
-CUresult cuEventSynchronize(void *e) { return 0; }
+CUresult cuEventSynchronize(void *e) { return sticky; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
   *ms = (float)(*(double *)b - *(double *)a);
   return 0;
 }
-CUresult cuGetErrorString(CUresult r, const char **s) { *s = "mock error"; return 0; }
-CUresult cuGetErrorName(CUresult r, const char **s) { *s = "CUDA_ERROR_MOCK"; return 0; }
+CUresult cuGetErrorString(CUresult r, const char **s) {
+  /* the real driver's texts for the errors the tests inject */
+  *s = r == 2     ? "out of memory"
+       : r == 222 ? "the provided PTX was compiled with an unsupported toolchain."
+       : r == 700 ? "an illegal memory access was encountered"
+                  : "mock error";
+  return 0;
+}
+CUresult cuGetErrorName(CUresult r, const char **s) {
+  switch (r) {
+  case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
+  case 209: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
+  case 218: *s = "CUDA_ERROR_INVALID_PTX"; break;
+  case 222: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
+  case 700: *s = "CUDA_ERROR_ILLEGAL_ADDRESS"; break;
+  default: *s = "CUDA_ERROR_MOCK"; break;
+  }
+  return 0;
+}

@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# gpu-check.sh - the one command a session with the GPU machine runs there:
+# builds xhlo-run, runs the end-to-end modules on the GPU against the
+# reference interpreter (tests/gpu/check-e2e-cuda.sh, what `make check-gpu`
+# runs), a short subset of them under compute-sanitizer when the toolkit has
+# it, then the benchmark of JAX programs (bench/xla-compare/gpu_bench.py:
+# xhloc against XLA:GPU, TFLOP/s and GB/s against the GPU's peaks).
+#
+# The GPU machine has no LLVM, so xhloc cannot run there.  Prepare on a
+# machine where xhloc builds and JAX runs on the CPU:
+#
+#   scripts/gpu-check.sh --prepare DIR [--only=REGEX]
+#
+# writes DIR/e2e (every testdata/e2e module compiled for the GPU, with its
+# HLO) and DIR/bench (the benchmark programs' HLO from JAX, their xhloc
+# artifacts, inputs and CPU reference outputs, manifest.json).  Python with
+# jax comes from $XHLO_BENCH_PYTHON, else build/bench-venv (made by
+# bench/xla-compare/run.sh), else python3.  Then, with the repository and
+# DIR on the GPU machine:
+#
+#   scripts/gpu-check.sh [DIR] [--quick] [--no-sanitizer] [--no-bench]
+#                        [--no-xla] [--gpu-name=NAME] [--mock=MOCKDIR]
+#                        [--xhlo-run=PATH]
+#
+# DIR defaults to build/gpu-check.  --mock=MOCKDIR runs against the mock
+# libcuda.so.1 in MOCKDIR (tests/check-gpu-script.sh does, without a GPU);
+# --xhlo-run=PATH uses that binary instead of building one.
+# Every step prints PASS, FAIL or SKIP with the reason (no GPU, no
+# compute-sanitizer, no jax, ...); the whole run is meant to take under ten
+# minutes.  Exit 0 when nothing failed, 1 when a check failed, 3 when there
+# is no GPU (nothing could be checked), 2 on a usage error.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+
+usage() {
+  sed -n '2,/^set -u/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
+  exit "${1:-2}"
+}
+
+prepare=0 dir=build/gpu-check only="" quick=0 san=1 bench=1 xla=1 gpu_name="" mock="" run=""
+while [ $# -gt 0 ]; do
+  case $1 in
+  --prepare) prepare=1 ;;
+  --only=*) only=${1#--only=} ;;
+  --quick) quick=1 ;;
+  --no-sanitizer) san=0 ;;
+  --no-bench) bench=0 ;;
+  --no-xla) xla=0 ;;
+  --gpu-name=*) gpu_name=${1#--gpu-name=} ;;
+  --mock=*) mock=${1#--mock=} ;;
+  --xhlo-run=*) run=${1#--xhlo-run=} ;;
+  -h | --help) usage 0 ;;
+  -*) echo "gpu-check: unknown option '$1'" >&2; usage 2 ;;
+  *) dir=$1 ;;
+  esac
+  shift
+done
+
+py=${XHLO_BENCH_PYTHON:-}
+if [ -z "$py" ]; then
+  if [ -x build/bench-venv/bin/python ]; then py=build/bench-venv/bin/python; else py=python3; fi
+fi
+
+# ---- on the LLVM machine ------------------------------------------------------
+if [ "$prepare" = 1 ]; then
+  make -s -j2 build/bin/xhloc || { echo "gpu-check: FAIL: cannot build xhloc"; exit 1; }
+  mkdir -p "$dir/e2e" "$dir/bench"
+  n=0 bad=0
+  for f in testdata/e2e/*.hlo; do
+    name=$(basename "$f" .hlo)
+    if build/bin/xhloc -o "$dir/e2e/$name" "$f" >/dev/null 2>"$dir/e2e/$name.err"; then
+      cp "$f" "$dir/e2e/" && rm -f "$dir/e2e/$name.err"
+      n=$((n + 1))
+    else
+      echo "gpu-check: FAIL: xhloc on $f:"; head -n 3 "$dir/e2e/$name.err"
+      bad=$((bad + 1))
+    fi
+  done
+  echo "gpu-check: $n e2e modules compiled into $dir/e2e"
+  if ! "$py" -c 'import jax, numpy, ml_dtypes' 2>/dev/null; then
+    echo "gpu-check: FAIL: $py has no jax, numpy and ml_dtypes: the benchmark is not prepared" \
+      "(set XHLO_BENCH_PYTHON, or run bench/xla-compare/run.sh once to make build/bench-venv)"
+    exit 1
+  fi
+  if ! "$py" bench/xla-compare/gpu_prepare.py "$dir/bench" --xhloc build/bin/xhloc \
+    ${only:+--only="$only"}; then
+    bad=$((bad + 1))
+  fi
+  echo "gpu-check: $dir holds $(du -sm "$dir" | cut -f1) MB; on the GPU machine run:" \
+    "scripts/gpu-check.sh $dir"
+  [ "$bad" -eq 0 ]
+  exit
+fi
+
+# ---- on the GPU machine -------------------------------------------------------
+failed=0 skipped=0
+pass() { echo "gpu-check: PASS: $*"; }
+fail() { echo "gpu-check: FAIL: $*"; failed=$((failed + 1)); }
+skip() { echo "gpu-check: SKIP: $*"; skipped=$((skipped + 1)); }
+if [ -n "$mock" ]; then
+  export LD_LIBRARY_PATH="$mock${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "gpu-check: the mock libcuda.so.1 in $mock stands in for the driver"
+fi
+
+if [ -z "$run" ]; then
+  if ! make -s -j2 build/bin/xhlo-run; then
+    echo "gpu-check: FAIL: cannot build xhlo-run"
+    exit 1
+  fi
+  run=build/bin/xhlo-run
+fi
+case $run in /*) ;; *) run=$PWD/$run ;; esac
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# check-e2e-cuda.sh runs the prebuilt artifacts when there is no xhloc
+ln -s "$run" "$tmp/xhlo-run"
+
+# Is there a GPU?  The first prebuilt module, run once.
+first=$(ls "$dir"/e2e/*.thunks 2>/dev/null | head -n 1)
+if [ -z "$first" ]; then
+  echo "gpu-check: FAIL: no prepared modules in $dir/e2e (run scripts/gpu-check.sh" \
+    "--prepare $dir where xhloc builds, and bring $dir here)"
+  exit 1
+fi
+if ! "$run" "$first" --platform=cuda --random-inputs --quiet >"$tmp/probe" 2>&1 &&
+  grep -q -e "cannot load libcuda" -e "no CUDA device" "$tmp/probe"; then
+  echo "gpu-check: SKIP: no GPU: $(grep -m1 -e libcuda -e "CUDA device" "$tmp/probe")"
+  echo "gpu-check: nothing could be checked (the e2e modules, compute-sanitizer and the" \
+    "benchmark need a GPU)"
+  exit 3
+fi
+
+# 1. every e2e module on the GPU against the interpreter
+if XHLOC_BIN=$tmp XHLOC_GPU_ARTIFACTS=$dir/e2e XHLOC_E2E_DIR=$dir/e2e \
+  timeout 300 tests/gpu/check-e2e-cuda.sh >"$tmp/e2e" 2>&1; then
+  pass "$(tail -n 1 "$tmp/e2e")"
+else
+  cat "$tmp/e2e"
+  fail "e2e modules on the GPU: $(tail -n 1 "$tmp/e2e")"
+fi
+
+# 2. a short subset under compute-sanitizer (memcheck), when the toolkit has it
+cs=$(command -v compute-sanitizer || true)
+for c in "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer" /usr/local/cuda/bin/compute-sanitizer; do
+  [ -z "$cs" ] && [ -x "$c" ] && cs=$c
+done
+if [ "$san" = 0 ]; then
+  skip "compute-sanitizer (--no-sanitizer)"
+elif [ -z "$cs" ]; then
+  skip "compute-sanitizer: not found (PATH, \$CUDA_HOME/bin, /usr/local/cuda/bin)"
+else
+  ns=0 nbad=0
+  for t in $(ls "$dir"/e2e/*.thunks | head -n "${GPU_CHECK_SANITIZE:-6}"); do
+    ns=$((ns + 1))
+    if ! timeout 120 "$cs" --tool memcheck --error-exitcode 3 "$run" "$t" --platform=cuda \
+      --random-inputs --compare --quiet >"$tmp/cs" 2>&1; then
+      nbad=$((nbad + 1))
+      echo "  $(basename "$t"):"; grep -m 8 -e "=====" -e "error" "$tmp/cs" | sed 's/^/    /'
+    fi
+  done
+  if [ "$nbad" -eq 0 ]; then pass "compute-sanitizer memcheck: $ns modules clean"
+  else fail "compute-sanitizer memcheck: $nbad of $ns modules with errors"; fi
+fi
+
+# 3. the benchmark
+if [ "$bench" = 0 ]; then
+  skip "benchmark (--no-bench)"
+elif [ ! -f "$dir/bench/manifest.json" ]; then
+  skip "benchmark: $dir/bench/manifest.json is missing (prepare with jax on the CPU)"
+elif ! command -v "$py" >/dev/null 2>&1; then
+  skip "benchmark: no $py"
+else
+  bargs=("$dir/bench" --xhlo-run "$run")
+  [ "$quick" = 1 ] && bargs+=(--quick)
+  [ "$xla" = 0 ] && bargs+=(--no-xla)
+  [ -n "$gpu_name" ] && bargs+=(--gpu-name="$gpu_name")
+  if timeout 420 "$py" bench/xla-compare/gpu_bench.py "${bargs[@]}" >"$tmp/bench" 2>&1; then
+    cat "$tmp/bench"
+    pass "benchmark: $(tail -n 1 "$tmp/bench")"
+  else
+    cat "$tmp/bench"
+    fail "benchmark: $(tail -n 1 "$tmp/bench")"
+  fi
+  if grep -q "^XLA: not run" "$tmp/bench"; then skip "$(grep -m1 "^XLA: not run" "$tmp/bench")"; fi
+fi
+
+echo "gpu-check: $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# check-gpu-script.sh - scripts/gpu-check.sh and xhlo-run's GPU error
+# messages without a GPU, on the mock libcuda.so.1 built here from
+# tests/mocks/cuda.c (its kernel add4 adds two f32[4]).
+#
+# A prepared directory is made by hand (what `gpu-check.sh --prepare` writes
+# where xhloc and JAX run): e2e/ with one module, make_test_artifact's add
+# for sm_90, and bench/ with the same artifact as a benchmark program, its
+# inputs and reference output (.npy written by xhlo-run) and manifest.json.
+# Checked:
+#   - on the mock: the e2e step passes, a missing compute-sanitizer and
+#     XLA are reported as skipped, the table is printed with the H100 SXM
+#     peaks used, exit 0; a wrong reference fails the benchmark (exit 1); a
+#     faulting kernel fails the e2e step; no manifest is a skip;
+#   - with no driver at all: "no GPU", exit 3 (when this machine has no
+#     libcuda);
+#   - xhlo-run's messages for out of device memory, a kernel fault found at
+#     the final synchronization and with --sync-each-thunk, and a PTX the
+#     driver rejects, each injected into the mock through its environment.
+#
+# Run from the repository root; binaries in ${XHLOC_BIN:-build/bin}, test
+# programs in ${XHLOC_TESTBIN:-build/tests}.
+set -u
+bin=${XHLOC_BIN:-build/bin}
+testbin=${XHLOC_TESTBIN:-build/tests}
+run=$bin/xhlo-run
+mk=$testbin/make_test_artifact
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+ok() { passed=$((passed + 1)); }
+bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+
+# expect NAME STATUS PATTERN... -- command...: the command exits with STATUS
+# and its combined output contains every PATTERN.
+expect() {
+  local name=$1 want=$2 out rc pats=()
+  shift 2
+  while [ "$1" != -- ]; do pats+=("$1"); shift; done
+  shift
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    bad "$name: exit $rc, want $want"
+    printf '%s\n' "$out" | head -n 30 | sed 's/^/    /'
+    return
+  fi
+  for p in "${pats[@]}"; do
+    [ -z "$p" ] && continue
+    if ! printf '%s' "$out" | grep -qF -- "$p"; then
+      bad "$name: output lacks '$p'"
+      printf '%s\n' "$out" | head -n 30 | sed 's/^/    /'
+      return
+    fi
+  done
+  ok
+}
+
+for f in "$run" "$mk"; do
+  if [ ! -x "$f" ]; then
+    echo "check-gpu-script: FAIL: $f is missing (run make)"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+done
+mock=$tmp/mock
+mkdir -p "$mock"
+if ! ${CC:-cc} -std=gnu11 -O1 -shared -fPIC -w -o "$mock/libcuda.so.1" tests/mocks/cuda.c -lm; then
+  echo "check-gpu-script: FAIL: cannot build the mock libcuda.so.1"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+# ---- a prepared directory -------------------------------------------------------
+prep=$tmp/prep
+mkdir -p "$prep/e2e" "$prep/bench"
+printf '//\n.version 8.0\n.target sm_90\n.address_size 64\n.visible .entry add4(\n' \
+  >"$prep/e2e/add.ptx"
+"$mk" add sm_90 "$prep/e2e/add" || bad "make_test_artifact add sm_90"
+printf 'HloModule add\n' >"$prep/e2e/add.hlo"
+cp "$prep/e2e/add.ptx" "$prep/e2e/add.thunks" "$prep/bench/"
+# the inputs and the reference, as .npy, through the interpreter
+cat >"$tmp/id.hlo" <<'EOF'
+HloModule id
+ENTRY e {
+  ROOT p = f32[4] parameter(0)
+}
+EOF
+npy() { "$run" "$tmp/id.hlo" "--input=4xf32=$2" "--output=@$1" --quiet || bad "writing $1"; }
+npy "$prep/bench/add.in0.npy" "1 2 3 4"
+npy "$prep/bench/add.in1.npy" "10 20 30 40"
+npy "$prep/bench/add.want0.npy" "11 22 33 44"
+npy "$tmp/wrong.npy" "11 22 33 45"
+cat >"$prep/bench/manifest.json" <<'EOF'
+{"jax": "none", "programs": [
+ {"name": "add", "hlo": "add.hlo", "thunks": "add.thunks", "error": null,
+  "inputs": ["add.in0.npy", "add.in1.npy"], "input_dtypes": ["float32", "float32"],
+  "wants": ["add.want0.npy"], "want_dtypes": ["float32"], "tolerance": 0.001,
+  "atol": 0.001, "flops": 4e9, "bytes": 48}]}
+EOF
+
+gc=(scripts/gpu-check.sh "$prep" "--xhlo-run=$run" "--mock=$mock" --quick)
+export XHLO_BENCH_PYTHON=${XHLO_BENCH_PYTHON:-python3}
+if command -v "$XHLO_BENCH_PYTHON" >/dev/null 2>&1; then
+  expect "gpu-check on the mock" 0 "PASS: check-e2e-cuda: 1 passed, 0 failed" \
+    "SKIP: compute-sanitizer" "GPU: NVIDIA H100 80GB HBM3 (from given)" \
+    "peaks used (H100 SXM, NVIDIA datasheet, dense): 989 TFLOP/s bf16, 495 TFLOP/s TF32" \
+    "3.35 TB/s" "XLA: not run:" "program " "TFLOP/s" "GB/s" "add " "xhloc: 1 of 1 programs ran and matched" \
+    "PASS: benchmark" "0 failed" \
+    -- "${gc[@]}" "--gpu-name=NVIDIA H100 80GB HBM3" --no-xla
+  out=$("${gc[@]}" --no-xla 2>&1)
+  if printf '%s\n' "$out" | grep -qE '^add +[0-9]+\.[0-9]{3} +- +- +4\.00 '; then ok; else
+    bad "gpu-check: the table has no timed row for add:"; printf '%s\n' "$out" | sed 's/^/    /'; fi
+  expect "gpu-check: an unknown GPU has no peaks" 0 "peaks: none known for this GPU" \
+    "GPU: mock GPU" -- "${gc[@]}" "--gpu-name=mock GPU" --no-xla --no-sanitizer
+  expect "gpu-check: H200 peaks" 0 "(H200, NVIDIA datasheet, dense)" "4.80 TB/s" \
+    -- "${gc[@]}" "--gpu-name=NVIDIA H200" --no-xla
+  cp "$prep/bench/add.want0.npy" "$tmp/right.npy"
+  cp "$tmp/wrong.npy" "$prep/bench/add.want0.npy"
+  expect "gpu-check: a wrong result fails the benchmark" 1 "FAIL: benchmark" \
+    "xhloc: 0 of 1 programs ran and matched" "xhlo-run:" -- "${gc[@]}" --no-xla
+  cp "$tmp/right.npy" "$prep/bench/add.want0.npy"
+else
+  echo "check-gpu-script: no $XHLO_BENCH_PYTHON: the benchmark table is not checked"
+fi
+expect "gpu-check: a kernel fault fails the e2e step" 1 "FAIL: e2e modules on the GPU" \
+  "CUDA_ERROR_ILLEGAL_ADDRESS" -- env MOCK_CUDA_FAULT=add4 "${gc[@]}" --no-bench
+mv "$prep/bench/manifest.json" "$tmp/"
+expect "gpu-check: no manifest" 0 "SKIP: benchmark: $prep/bench/manifest.json is missing" \
+  -- "${gc[@]}"
+mv "$tmp/manifest.json" "$prep/bench/"
+expect "gpu-check: nothing prepared" 1 "no prepared modules in $tmp/none/e2e" \
+  -- scripts/gpu-check.sh "$tmp/none" "--xhlo-run=$run" "--mock=$mock"
+expect "gpu-check: usage" 2 "unknown option" -- scripts/gpu-check.sh --bogus
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1'; then
+  expect "gpu-check: no GPU" 3 "SKIP: no GPU" "cannot load libcuda.so.1" "nothing could be checked" \
+    -- env LD_LIBRARY_PATH= scripts/gpu-check.sh "$prep" "--xhlo-run=$run"
+fi
+
+# ---- xhlo-run's messages for GPU errors ---------------------------------------
+A=$prep/e2e/add.thunks
+in2=("--input=4xf32=1 2 3 4" "--input=4xf32=10 20 30 40")
+export LD_LIBRARY_PATH="$mock${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+expect "mock run" 0 "" -- "$run" "$A" "${in2[@]}" "--expected-output=4xf32=11 22 33 44" --quiet
+expect "mock run, two iterations" 0 "execution (thunks only)" -- "$run" "$A" "${in2[@]}" \
+  --iterations=2 --quiet
+expect "out of device memory" 1 "of device memory for the artifact's 3 buffers" \
+  "CUDA_ERROR_OUT_OF_MEMORY (2): out of memory" "MiB free of" \
+  -- env MOCK_CUDA_FAIL=cuMemAlloc:2 "$run" "$A" "${in2[@]}"
+expect "kernel fault" 1 "cuCtxSynchronize failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)" \
+  "found at the synchronization after the last thunk" "ran since the previous synchronization and caused it" \
+  -- env MOCK_CUDA_FAULT=add4 "$run" "$A" "${in2[@]}"
+expect "kernel fault, --sync-each-thunk" 1 "CUDA_ERROR_ILLEGAL_ADDRESS" "(kernel thunk '" \
+  -- env MOCK_CUDA_FAULT=add4 "$run" "$A" "${in2[@]}" --sync-each-thunk
+expect "--sync-each-thunk without a fault" 0 "" -- "$run" "$A" "${in2[@]}" --sync-each-thunk \
+  "--expected-output=4xf32=11 22 33 44" --quiet
+expect "launch failure" 1 "cuLaunchKernel failed" "(kernel thunk '" \
+  -- env MOCK_CUDA_FAIL=cuLaunchKernel:719 "$run" "$A" "${in2[@]}"
+expect "PTX rejected" 1 "add.ptx: the driver cannot JIT-compile the PTX" \
+  "CUDA_ERROR_UNSUPPORTED_PTX_VERSION (222)" \
+  "the PTX is .version 8.0 .target sm_90 and the driver is CUDA 12.4 (cuDriverGetVersion 12040)" \
+  -- env MOCK_CUDA_FAIL=cuModuleLoadDataEx:222 MOCK_CUDA_DRIVER_VERSION=12040 "$run" "$A" "${in2[@]}"
+expect "pinned memory refused" 1 "pinned host memory that stage the inputs and outputs" \
+  -- env MOCK_CUDA_FAIL=cuMemAllocHost:2 "$run" "$A" "${in2[@]}"
+expect "--help names --sync-each-thunk" 0 "--sync-each-thunk" -- "$run" --help
+
+echo "check-gpu-script: $passed passed, $failed failed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
