@@ -11,6 +11,8 @@
 
 static const Pass registry[] = {
     {"algsimp", pass_algsimp},
+    {"annotation-remover", pass_annotation_remover},
+    {"async-to-sync", pass_async_to_sync},
     {"batchnorm_expander", pass_batchnorm_expander},
     {"call-inliner", pass_call_inliner},
     {"comparison-expander", pass_comparison_expander},
@@ -37,8 +39,10 @@ static const Pass registry[] = {
     {"reduce-window-rewriter", pass_reduce_window_rewriter},
     {"reshape-mover", pass_reshape_mover},
     {"rng-expander", pass_rng_expander},
+    {"single-device-collectives", pass_single_device_collectives},
     {"slice-sinker", pass_slice_sinker},
     {"sort-simplifier", pass_sort_simplifier},
+    {"threefry-expander", pass_threefry_expander},
     {"transpose-folding", pass_transpose_folding},
     {"tuple-simplifier", pass_tuple_simplifier},
     {"while-loop-constant-sinking", pass_while_loop_constant_sinking},

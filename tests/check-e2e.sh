@@ -104,8 +104,10 @@ ENTRY e {
   ROOT g = (f32[4]{0}) get-tuple-element(i), index=0
 }
 HLO
+# A collective of several replicas (on one device, single-device-collectives
+# makes it the identity instead).
 cat >"$t/all_reduce.hlo" <<'HLO'
-HloModule m
+HloModule m, replica_count=2
 
 add {
   a = f32[] parameter(0)

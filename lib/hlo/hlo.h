@@ -176,6 +176,7 @@ void literal_elided_fill(const Literal *l, uint8_t *dst);
  * shape takes, to advance the module's counters. */
 void literal_elided_advance(const Shape *s, uint32_t *word, uint8_t *byte);
 
+
 /*
  * Opcodes
  */
@@ -586,5 +587,13 @@ Shape *hlo_infer_shape(Arena *a, const HloInstr *i, Diag *d);
  * definition, one root per computation.  Returns false with the first error.
  */
 bool hlo_verify(const HloModule *m, Diag *d);
+
+/* custom_call_targets.c: custom-call targets that only annotate their
+ * operand (Sharding, SPMD and Shardy markers, MoveToHost/MoveToDevice, ...):
+ * on one device the result is the operand. */
+bool custom_call_is_annotation(const char *target);
+/* JAX's GPU Threefry-2x32 kernel (cu_threefry2x32) of a well-formed shape:
+ * four u32 operands of one shape, a pair of them as the result. */
+bool custom_call_is_threefry(const HloInstr *i);
 
 #endif
