@@ -4,11 +4,13 @@
  * up to layout assignment; REFERENCE.md 2.2), restricted to the passes that
  * exist here, in XLA's order.
  *
- *   pre-spmd-partitioner   async-to-sync, annotation-remover,
- *                          single-device-collectives, threefry-expander
- *                          (what one device makes of asynchronous pairs,
- *                          sharding and offloading markers, collectives and
- *                          JAX's GPU Threefry call), then
+ *   pre-spmd-partitioner   elided-constant-filler (XLA's placeholder for
+ *                          {...} constants), async-to-sync,
+ *                          annotation-remover, single-device-collectives,
+ *                          threefry-expander (what one device makes of
+ *                          asynchronous pairs, sharding and offloading
+ *                          markers, collectives and JAX's GPU Threefry
+ *                          call), then
  *                          flatten-call-graph, call-inliner,
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
@@ -39,6 +41,7 @@
   static const Pipeline var = {name, fix, (int)ARRAY_LEN(steps), steps}
 
 static const PipelineStep pre_spmd_steps[] = {
+    PASS("elided-constant-filler"),
     PASS("async-to-sync"),
     PASS("annotation-remover"),
     PASS("single-device-collectives"),
@@ -140,6 +143,7 @@ int pipeline_default(const Pipeline *const **out) {
 
 /* What compilation needs even without the pipeline; each pass idempotent. */
 static const PipelineStep backend_required_steps[] = {
+    PASS("elided-constant-filler"),
     PASS("async-to-sync"),
     PASS("annotation-remover"),
     PASS("single-device-collectives"),

@@ -12,7 +12,9 @@
  * operand of all-gather or reduce-scatter (PyTorch/XLA pairs a value with a
  * scalar) has no dimension to gather or scatter and keeps its shape; the old
  * all-reduce-start of one operand shaped (operand, result), whose
- * all-reduce-done gives the result; an all-to-all without dimensions= may
+ * all-reduce-done gives the result; all-gather-start and
+ * collective-permute-start of one operand shaped as their result (XLA's
+ * older exporter), whose -done forwards it; an all-to-all without dimensions= may
  * have fewer operands than its groups have members (each operand is passed
  * on as a whole).
  */
@@ -376,6 +378,11 @@ static Shape *collective_permute_start(SiCtx *c) {
   if (!check_pairs(c))
     return NULL;
   Shape *x, *y;
+  if (d->et != ET_TUPLE && c->i->nops == 1) {
+    if (!all_arrays(c))
+      return NULL;
+    return si_result(c, si_op(c, 0)); /* the older form: shaped as the result */
+  }
   if (inplace_permute(c)) {
     x = si_result(c, si_op(c, 0));
     y = si_result(c, si_op(c, 1));
@@ -410,6 +417,8 @@ static Shape *done(SiCtx *c, HloOp start) {
                    hlo_op_name(p->op));
   if (start == HLO_ALL_REDUCE_START && !old_all_reduce_start(p))
     return si_result(c, p->shape);
+  if (start != HLO_ALL_REDUCE_START && p->shape->et != ET_TUPLE)
+    return si_result(c, p->shape); /* a start shaped as its result */
   if (p->shape->et != ET_TUPLE || p->shape->ntuple < 2)
     return si_fail(c, "operand has no (input, output) shape: %s",
                    si_str(c, p->shape));
@@ -436,6 +445,8 @@ Shape *si_infer_collective(SiCtx *c) {
     return all_gather(c, i->shape);
   case HLO_ALL_GATHER_START: {
     const Shape *d = i->shape;
+    if (d->et != ET_TUPLE && i->nops == 1)
+      return all_gather(c, d); /* the older form: shaped as the result */
     if (d->et != ET_TUPLE || d->ntuple != 2)
       return si_fail(c, "shape must be (input, output), not %s", si_str(c, d));
     Shape *out = all_gather(c, d->tuple[1]);
