@@ -29,6 +29,7 @@
  *               only their shapes are compared; where they agree the module
  *               counts as checked
  *   unchecked   the pipeline ran; the interpreter cannot run the original
+ *               (or the optimized module runs past twice the time budget)
  *               within the budgets (or refuses an op)
  *   skipped     the front end rejects the file
  *   FAILED      the pipeline failed or broke the module, the optimized
@@ -259,7 +260,13 @@ static void run_module(HloModule *orig, HloModule *opt, const SrcFile *src,
   diag_clear(&d);
   if (!ran) {
     /* nothing to compare */
-  } else if (!run_optimized(opt, args, a, &eo, &got, &d, &st)) {
+  } else if (!run_optimized(opt, args, a, &eo, &got, &d, &st) &&
+             st.kind == EVAL_ERR_RESOURCE && strcmp(st.what, "time") == 0) {
+    /* The interpreter runs a fusion as a call, so a fused loop can take
+     * several times the original's time (diffrax: 10x); running past twice
+     * the budget is no wrong answer. */
+    fprintf(out, "UNCHECKED optimized module over twice the time budget\n");
+  } else if (!got) {
     char *msg = d.msg ? d.msg : "?";
     for (char *p = msg; *p; p++)
       if (*p == '\n')
