@@ -393,26 +393,29 @@ static bool add_constant_leaf(Emitter *e, const HloInstr *i, int k,
     if (slice_equal(e->consts.data[j].slice, slice))
       return true;
   int64_t bytes = shape_byte_size(s);
-  if (l->elided || (!l->data && bytes > 0))
-    return diag_error(e->d, i->loc,
-                      "constant '%s' has no value (elided as {...}); it "
-                      "cannot be compiled",
-                      i->name);
+  if (!l->elided && !l->data && bytes > 0)
+    return diag_error(e->d, i->loc, "constant '%s' has no value", i->name);
   if (bytes != slice.size || s->rank > 64)
     return diag_error(e->d, i->loc,
                       "thunk emission: constant '%s' is %lld bytes but its "
                       "buffer is %lld",
                       i->name, (long long)bytes, (long long)slice.size);
   uint8_t *out = arena_alloc(e->a->arena, bytes ? (size_t)bytes : 1);
+  const uint8_t *data = l->data;
+  if (l->elided) { /* {...}: XLA's placeholder values (literal.c) */
+    uint8_t *fill = arena_alloc(e->a->arena, bytes ? (size_t)bytes : 1);
+    literal_elided_fill(l, fill);
+    data = fill;
+  }
   int eb = et_bytes(s->et);
   bool plain = !phys->layout || layout_is_default(phys->layout, phys->rank);
   if (plain || phys->rank != s->rank) {
     if (bytes)
-      memcpy(out, l->data, (size_t)bytes);
+      memcpy(out, data, (size_t)bytes);
   } else {
     int64_t n = shape_elements(s);
     for (int64_t j = 0; j < n; j++)
-      memcpy(out + physical_index(phys, j) * eb, l->data + j * eb, (size_t)eb);
+      memcpy(out + physical_index(phys, j) * eb, data + j * eb, (size_t)eb);
   }
   ArtConstant c = {.slice = slice, .bytes = out};
   vec_push(&e->consts, c);

@@ -110,6 +110,8 @@ bool pipeline_dump(const HloModule *m, const PipelineOptions *o,
  * The passes, one per file (passes/<name>.c).
  */
 bool pass_algsimp(HloModule *m, PassContext *ctx);
+bool pass_annotation_remover(HloModule *m, PassContext *ctx);
+bool pass_async_to_sync(HloModule *m, PassContext *ctx);
 bool pass_batchnorm_expander(HloModule *m, PassContext *ctx);
 bool pass_call_inliner(HloModule *m, PassContext *ctx);
 bool pass_comparison_expander(HloModule *m, PassContext *ctx);
@@ -123,6 +125,7 @@ bool pass_convert_mover(HloModule *m, PassContext *ctx);
 bool pass_cse(HloModule *m, PassContext *ctx);
 bool pass_dce(HloModule *m, PassContext *ctx);
 bool pass_dot_decomposer(HloModule *m, PassContext *ctx);
+bool pass_elided_constant_filler(HloModule *m, PassContext *ctx);
 bool pass_flatten_call_graph(HloModule *m, PassContext *ctx);
 bool pass_fusion_wrapper(HloModule *m, PassContext *ctx);
 bool pass_gather_simplifier(HloModule *m, PassContext *ctx);
@@ -137,7 +140,9 @@ bool pass_reduce_window_rewriter(HloModule *m, PassContext *ctx);
 bool pass_reshape_mover(HloModule *m, PassContext *ctx);
 bool pass_rng_expander(HloModule *m, PassContext *ctx);
 bool pass_slice_sinker(HloModule *m, PassContext *ctx);
+bool pass_single_device_collectives(HloModule *m, PassContext *ctx);
 bool pass_sort_simplifier(HloModule *m, PassContext *ctx);
+bool pass_threefry_expander(HloModule *m, PassContext *ctx);
 bool pass_transpose_folding(HloModule *m, PassContext *ctx);
 bool pass_tuple_simplifier(HloModule *m, PassContext *ctx);
 bool pass_while_loop_constant_sinking(HloModule *m, PassContext *ctx);

@@ -4,7 +4,14 @@
  * up to layout assignment; REFERENCE.md 2.2), restricted to the passes that
  * exist here, in XLA's order.
  *
- *   pre-spmd-partitioner   flatten-call-graph, call-inliner,
+ *   pre-spmd-partitioner   elided-constant-filler (XLA's placeholder for
+ *                          {...} constants), async-to-sync,
+ *                          annotation-remover, single-device-collectives,
+ *                          threefry-expander (what one device makes of
+ *                          asynchronous pairs, sharding and offloading
+ *                          markers, collectives and JAX's GPU Threefry
+ *                          call), then
+ *                          flatten-call-graph, call-inliner,
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
  *   optimization           expanders and legalizations, and
@@ -34,6 +41,11 @@
   static const Pipeline var = {name, fix, (int)ARRAY_LEN(steps), steps}
 
 static const PipelineStep pre_spmd_steps[] = {
+    PASS("elided-constant-filler"),
+    PASS("async-to-sync"),
+    PASS("annotation-remover"),
+    PASS("single-device-collectives"),
+    PASS("threefry-expander"),
     PASS("flatten-call-graph"),
     PASS("call-inliner"),
     PASS("zero_sized_hlo_elimination"),
@@ -131,6 +143,11 @@ int pipeline_default(const Pipeline *const **out) {
 
 /* What compilation needs even without the pipeline; each pass idempotent. */
 static const PipelineStep backend_required_steps[] = {
+    PASS("elided-constant-filler"),
+    PASS("async-to-sync"),
+    PASS("annotation-remover"),
+    PASS("single-device-collectives"),
+    PASS("threefry-expander"),
     PASS("flatten-call-graph"),
     PASS("layout-assignment"),
     PASS("fusion-wrapper"),

@@ -11,6 +11,8 @@
 
 static const Pass registry[] = {
     {"algsimp", pass_algsimp},
+    {"annotation-remover", pass_annotation_remover},
+    {"async-to-sync", pass_async_to_sync},
     {"batchnorm_expander", pass_batchnorm_expander},
     {"call-inliner", pass_call_inliner},
     {"comparison-expander", pass_comparison_expander},
@@ -24,6 +26,7 @@ static const Pass registry[] = {
     {"cse", pass_cse},
     {"dce", pass_dce},
     {"dot-decomposer", pass_dot_decomposer},
+    {"elided-constant-filler", pass_elided_constant_filler},
     {"flatten-call-graph", pass_flatten_call_graph},
     {"fusion-wrapper", pass_fusion_wrapper},
     {"gather-simplifier", pass_gather_simplifier},
@@ -37,8 +40,10 @@ static const Pass registry[] = {
     {"reduce-window-rewriter", pass_reduce_window_rewriter},
     {"reshape-mover", pass_reshape_mover},
     {"rng-expander", pass_rng_expander},
+    {"single-device-collectives", pass_single_device_collectives},
     {"slice-sinker", pass_slice_sinker},
     {"sort-simplifier", pass_sort_simplifier},
+    {"threefry-expander", pass_threefry_expander},
     {"transpose-folding", pass_transpose_folding},
     {"tuple-simplifier", pass_tuple_simplifier},
     {"while-loop-constant-sinking", pass_while_loop_constant_sinking},

@@ -104,8 +104,10 @@ ENTRY e {
   ROOT g = (f32[4]{0}) get-tuple-element(i), index=0
 }
 HLO
+# A collective of several replicas (on one device, single-device-collectives
+# makes it the identity instead).
 cat >"$t/all_reduce.hlo" <<'HLO'
-HloModule m
+HloModule m, replica_count=2
 
 add {
   a = f32[] parameter(0)
@@ -118,8 +120,20 @@ ENTRY e {
   ROOT r = f32[4]{0} all-reduce(p), to_apply=add
 }
 HLO
+# send/recv need a peer (or the host): on one device they stay an error.
+cat >"$t/send.hlo" <<'HLO'
+HloModule m
+
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  t = token[] after-all()
+  s = (f32[4]{0}, u32[], token[]) send(p, t), channel_id=1
+  ROOT d = token[] send-done(s), channel_id=1
+}
+HLO
 for target in host gpu; do
   unsupported custom_call "$target" 5 "custom-call"
+  unsupported send "$target" 6 "send"
   unsupported infeed "$target" 5 "infeed"
   unsupported all_reduce "$target" 11 "all-reduce"
 done

@@ -21,7 +21,15 @@
  *               Philox expansion, which draws other values than the
  *               interpreter's own rng, so only the results' shapes are
  *               compared (both modules must run; values are not)
+ *   placeholder the module has constants elided as {...}: both runs use
+ *               XLA's placeholder values for them (elided-constant-filler),
+ *               which are no real data (integers' bits as tiny or huge
+ *               floats); where the results then differ (an overflow or NaN
+ *               that one form of a computation meets and another does not)
+ *               only their shapes are compared; where they agree the module
+ *               counts as checked
  *   unchecked   the pipeline ran; the interpreter cannot run the original
+ *               (or the optimized module runs past twice the time budget)
  *               within the budgets (or refuses an op)
  *   skipped     the front end rejects the file
  *   FAILED      the pipeline failed or broke the module, the optimized
@@ -70,6 +78,25 @@ static int64_t input_bytes(const HloComp *e) {
   }
   vec_free(&leaves);
   return total;
+}
+
+static bool literal_elided(const Literal *l) {
+  if (l->elided)
+    return true;
+  for (int k = 0; k < l->ntuple; k++)
+    if (literal_elided(l->tuple[k]))
+      return true;
+  return false;
+}
+
+static bool has_elided_constant(const HloModule *m) {
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      const HloInstr *i = m->comps[c]->instrs[k];
+      if (i->op == HLO_CONSTANT && i->literal && literal_elided(i->literal))
+        return true;
+    }
+  return false;
 }
 
 static bool uses_rng(const HloModule *m) {
@@ -203,7 +230,7 @@ static void run_module(HloModule *orig, HloModule *opt, const SrcFile *src,
     fprintf(out, "UNCHECKED no entry\n");
     return;
   }
-  bool rng = uses_rng(orig);
+  bool rng = uses_rng(orig), elided = has_elided_constant(orig);
   if (o->mem_budget > 0 && input_bytes(e) > o->mem_budget) {
     fprintf(out, "UNCHECKED budget\n");
     return;
@@ -233,7 +260,13 @@ static void run_module(HloModule *orig, HloModule *opt, const SrcFile *src,
   diag_clear(&d);
   if (!ran) {
     /* nothing to compare */
-  } else if (!run_optimized(opt, args, a, &eo, &got, &d, &st)) {
+  } else if (!run_optimized(opt, args, a, &eo, &got, &d, &st) &&
+             st.kind == EVAL_ERR_RESOURCE && strcmp(st.what, "time") == 0) {
+    /* The interpreter runs a fusion as a call, so a fused loop can take
+     * several times the original's time (diffrax: 10x); running past twice
+     * the budget is no wrong answer. */
+    fprintf(out, "UNCHECKED optimized module over twice the time budget\n");
+  } else if (!got) {
     char *msg = d.msg ? d.msg : "?";
     for (char *p = msg; *p; p++)
       if (*p == '\n')
@@ -249,6 +282,8 @@ static void run_module(HloModule *orig, HloModule *opt, const SrcFile *src,
     }
     if (same) {
       fprintf(out, rng ? "RNG\n" : "CHECKED\n");
+    } else if (elided && (sb_clear(&why), same_results(got, want, false, false, &why))) {
+      fprintf(out, "PLACEHOLDER\n");
     } else {
       for (char *p = why.s; p && *p; p++)
         if (*p == '\n')
@@ -357,7 +392,8 @@ int main(int argc, char **argv) {
   }
   vec_free(&dirs);
 
-  int n_checked = 0, n_rng = 0, n_unchecked = 0, n_skip = 0, n_fail = 0;
+  int n_checked = 0, n_rng = 0, n_placeholder = 0, n_unchecked = 0, n_skip = 0,
+      n_fail = 0;
   StrVec failures = {0};
   for (int f = 0; f < files.len; f++) {
     const char *path = files.data[f];
@@ -386,6 +422,8 @@ int main(int argc, char **argv) {
         n_checked++;
       } else if (strcmp(line, "RNG") == 0) {
         n_rng++;
+      } else if (strcmp(line, "PLACEHOLDER") == 0) {
+        n_placeholder++;
       } else if (strncmp(line, "UNCHECKED", 9) == 0 && !o.all_checked) {
         n_unchecked++;
       } else if (strncmp(line, "SKIPPED", 7) == 0 && !o.all_checked) {
@@ -421,16 +459,20 @@ int main(int argc, char **argv) {
   }
   printf("pipeline diff: %d files: %d modules checked against the interpreter, "
          "%d with rng (ran; result shapes compared, values not: the expanded "
-         "rng draws other numbers), %d optimized but not checked "
+         "rng draws other numbers), %d with elided constants whose "
+         "placeholder values give other results (ran; result shapes "
+         "compared), %d optimized but not checked "
          "(interpreter budget or unsupported op), %d skipped (front end "
          "rejects), %d FAILED\n",
-         files.len, n_checked, n_rng, n_unchecked, n_skip, n_fail);
+         files.len, n_checked, n_rng, n_placeholder, n_unchecked, n_skip,
+         n_fail);
   for (int k = 0; k < failures.len; k++) {
     printf("FAILED: %s\n", failures.data[k]);
     free(failures.data[k]);
   }
   vec_free(&failures);
-  printf("%d passed, %d failed\n", n_checked + n_rng + n_unchecked + n_skip,
+  printf("%d passed, %d failed\n",
+         n_checked + n_rng + n_placeholder + n_unchecked + n_skip,
          n_fail);
   for (int k = 0; k < files.len; k++)
     free(files.data[k]);

@@ -5,7 +5,8 @@
  * all-gather, reduce-scatter, all-to-all and collective-broadcast return
  * their operands unchanged (a reduction of one value is that value), and
  * collective-permute returns its operand when the pair 0->0 is listed, zeros
- * otherwise (XLA's value for a replica nobody sends to).  An instruction
+ * otherwise (XLA's value for a replica nobody sends to).  A scalar operand
+ * of all-gather or reduce-scatter keeps its shape (shape inference).  An instruction
  * whose shapes say it needs more participants (an all-gather that grows its
  * operand) is refused as unsupported.  The -start/-done forms wrap the same
  * results in the tuples their shapes ask for.
@@ -110,6 +111,10 @@ EvalValue *eval_collective(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     return start_tuple(ev, i, a, !permute_to_self(i));
   case HLO_ALL_GATHER_START:
     return start_tuple(ev, i, a, false);
+  case HLO_ALL_REDUCE_START: /* the old form of one operand: (operand, result) */
+    if (i->nops == 1 && i->shape->et == ET_TUPLE && i->shape->ntuple == 2)
+      return start_tuple(ev, i, a, false);
+    return same_values(ev, i, a, i->nops, i->shape, false);
   default:
     return same_values(ev, i, a, i->nops, i->shape, false);
   }

@@ -8,7 +8,9 @@
  * does; without a comparator it is the topk op with largest=true.  XLA builder wrappers ("xla_builder.*") run their called
  * computation, which is their definition.  Library calls (cuBLAS, cuDNN,
  * oneDNN GEMMs and convolutions) run as libcall.c says.  AllocateBuffer gives zeros and
- * GetRngSeed the evaluation's seed.  Any other target is refused, naming it.
+ * GetRngSeed the evaluation's seed.  JAX's GPU Threefry kernel
+ * (cu_threefry2x32) runs Threefry-2x32 on each element.  Any other target
+ * is refused, naming it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,18 +18,7 @@
 #include "../hlo/backend_config.h"
 #include "evalp.h"
 
-static const char *const passthrough[] = {
-  "Sharding", "xla.sdy.FuncResultSharding", "xla.sdy.LocalToGlobalShape",
-  "xla.sdy.GlobalToLocalShape", "SPMDFullToShardShape", "SPMDShardToFullShape",
-  "annotate_device_placement", "MoveToHost", "MoveToDevice", "Pin", "Unpin",
-  "xla.sdy.ShardingGroup", "LayoutConstraint",
-};
-
-static bool is_passthrough(const char *t) {
-  for (size_t k = 0; k < ARRAY_LEN(passthrough); k++)
-    if (strcmp(t, passthrough[k]) == 0) return true;
-  return false;
-}
+static bool is_passthrough(const char *t) { return custom_call_is_annotation(t); }
 
 static EvalValue *topk(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   const Shape *os = i->ops[0]->shape, *rs = i->shape;
@@ -110,6 +101,32 @@ static EvalValue *topk(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   return t;
 }
 
+static EvalValue *threefry(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *rs = i->shape;
+  EvalValue *y0 = ev_array_nozero(ev, rs->tuple[0]);
+  EvalValue *y1 = y0 ? ev_array_nozero(ev, rs->tuple[1]) : NULL;
+  if (!y1) {
+    ev_unref(ev, y0);
+    return NULL;
+  }
+  int64_t n = ev_elems(rs->tuple[0]);
+  for (int64_t j = 0; j < n; j++) {
+    uint32_t k0, k1, x0, x1;
+    memcpy(&k0, a[0]->data + 4 * j, 4);
+    memcpy(&k1, a[1]->data + 4 * j, 4);
+    memcpy(&x0, a[2]->data + 4 * j, 4);
+    memcpy(&x1, a[3]->data + 4 * j, 4);
+    ev_threefry2x32(k0, k1, &x0, &x1);
+    memcpy(y0->data + 4 * j, &x0, 4);
+    memcpy(y1->data + 4 * j, &x1, 4);
+  }
+  EvalValue *el[2] = {y0, y1};
+  EvalValue *t = ev_tuple(ev, rs, 2, el);
+  ev_unref(ev, y0);
+  ev_unref(ev, y1);
+  return t;
+}
+
 EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   const char *t = i->cc && i->cc->target ? i->cc->target : "";
   if (is_passthrough(t) && i->nops == 1 && i->ops[0]->shape->et == i->shape->et &&
@@ -120,6 +137,7 @@ EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a) {
       shape_compatible(i->shape, i->ops[0]->shape))
     return ev_ref(a[0]);
   if (strcmp(t, "TopK") == 0) return topk(ev, i, a);
+  if (custom_call_is_threefry(i)) return threefry(ev, i, a);
   if (libcall_target(i) != LIBCALL_NONE) return eval_libcall(ev, i, a);
   if (strncmp(t, "xla_builder.", 12) == 0 && i->ncalled == 1)
     return ev_call(ev, i->called[0], i->nops, a);

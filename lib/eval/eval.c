@@ -237,8 +237,14 @@ EvalValue *ev_from_literal(Eval *ev, const Literal *l, const Shape *s) {
     ev_fail(ev, NULL, EVAL_ERR_INPUT, "literal does not match shape");
     return NULL;
   }
-  if (l->elided || !l->data) {
-    ev_fail(ev, NULL, EVAL_ERR_INPUT, "literal values are unknown ({...})");
+  if (l->elided) {
+    /* {...}: the placeholder XLA's parser fills in (literal.c). */
+    EvalValue *v = ev_array_nozero(ev, s);
+    if (v) literal_elided_fill(l, v->data);
+    return v;
+  }
+  if (!l->data) {
+    ev_fail(ev, NULL, EVAL_ERR_INPUT, "literal has no values");
     return NULL;
   }
   return ev_borrow(ev, s, l->data);
@@ -401,10 +407,6 @@ static EvalValue *eval_instr(Eval *ev, const HloInstr *i, EvalValue *const *a) {
       ev_fail(ev, i, EVAL_ERR_INVALID, "constant without a literal");
       return NULL;
     }
-    if (i->literal->elided) {
-      ev_unsupported(ev, i, "constant {...}");
-      return NULL;
-    }
     return ev_from_literal(ev, i->literal, i->shape);
   case HLO_TUPLE:
     return ev_tuple(ev, i->shape, i->nops, a);
@@ -426,6 +428,8 @@ static EvalValue *eval_instr(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   case HLO_ALL_REDUCE_DONE:
   case HLO_COPY_DONE:
     if (i->op == HLO_COPY_DONE && a[0]->ntuple >= 1) return ev_ref(a[0]->tuple[0]);
+    if (i->op == HLO_ALL_REDUCE_DONE && i->ops[0]->nops == 1 && a[0]->ntuple == 2)
+      return ev_ref(a[0]->tuple[1]); /* the old (operand, result) start */
     if (i->op == HLO_ASYNC_UPDATE && i->nops != 1) break;
     return ev_ref(a[0]);
   case HLO_ADD_DEPENDENCY:

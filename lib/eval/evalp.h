@@ -196,6 +196,8 @@ EvalValue *ev_call_consume(Eval *ev, const HloComp *c, int nargs,
  * otherwise.  The result is a new reference to the operand's value. */
 EvalValue *ev_steal(Eval *ev, EvalValue *const *a, int k, const Shape *s);
 EvalValue *ev_from_literal(Eval *ev, const Literal *l, const Shape *s);
+/* rng.c: Threefry-2x32 (20 rounds) of the counter (*x0, *x1), in place. */
+void ev_threefry2x32(uint32_t key0, uint32_t key1, uint32_t *x0, uint32_t *x1);
 Literal *ev_to_literal(Arena *a, const EvalValue *v);
 
 /*

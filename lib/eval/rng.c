@@ -23,7 +23,7 @@
 
 static uint32_t rotl32(uint32_t v, int d) { return (v << d) | (v >> (32 - d)); }
 
-static void threefry2x32(uint32_t key0, uint32_t key1, uint32_t *x0, uint32_t *x1) {
+void ev_threefry2x32(uint32_t key0, uint32_t key1, uint32_t *x0, uint32_t *x1) {
   static const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
   uint32_t ks[3] = {key0, key1, 0x1BD11BDAu ^ key0 ^ key1};
   uint32_t a = *x0 + ks[0], b = *x1 + ks[1];
@@ -71,7 +71,7 @@ static uint64_t threefry_bits32(uint64_t key, uint64_t ctr, const Shape *s,
   uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
   if (rank == 0) {
     uint32_t x0 = (uint32_t)ctr, x1 = (uint32_t)(ctr >> 32);
-    threefry2x32(k0, k1, &x0, &x1);
+    ev_threefry2x32(k0, k1, &x0, &x1);
     put_bits(out, eb, 0, x0);
     return ctr + 1;
   }
@@ -98,7 +98,7 @@ static uint64_t threefry_bits32(uint64_t key, uint64_t ctr, const Shape *s,
   for (int64_t h = 0; h < hn; h++) {
     uint64_t in = ctr + (uint64_t)h;
     uint32_t x[2] = {(uint32_t)in, (uint32_t)(in >> 32)};
-    threefry2x32(k0, k1, &x[0], &x[1]);
+    ev_threefry2x32(k0, k1, &x[0], &x[1]);
     for (int w = 0; w < 2; w++) {
       int64_t j = idx[split] * 2 + w;
       if (j >= s->dims[split]) continue;
@@ -120,7 +120,7 @@ static uint64_t threefry_bits64(uint64_t key, uint64_t ctr, int64_t n, uint8_t *
   for (int64_t j = 0; j < n; j++) {
     uint64_t in = ctr + (uint64_t)j;
     uint32_t x0 = (uint32_t)in, x1 = (uint32_t)(in >> 32);
-    threefry2x32(k0, k1, &x0, &x1);
+    ev_threefry2x32(k0, k1, &x0, &x1);
     put_bits(out, 8, j, (uint64_t)x0 | ((uint64_t)x1 << 32));
   }
   return ctr + (uint64_t)n;

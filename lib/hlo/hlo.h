@@ -141,6 +141,10 @@ struct Literal {
   Shape *shape;
   uint8_t *data;                  /* arrays; NULL when elided or tuple */
   bool elided;                    /* printed as {...}: values unknown */
+  /* An elided literal's place in its module's placeholder sequence (see
+   * literal_elided_fill): the first u32 word and the first tail byte. */
+  uint32_t elided_word;
+  uint8_t elided_byte;
   int ntuple;
   Literal **tuple;                /* tuple literals */
 };
@@ -164,6 +168,14 @@ void literal_print_element(StrBuf *b, const Literal *l, int64_t i);
  * Prints all elements (never elides itself). */
 void literal_print(StrBuf *b, const Literal *l);
 bool literal_equal(const Literal *a, const Literal *b); /* bitwise */
+/* The bytes an elided array literal stands for, written to dst (its
+ * shape's byte size): XLA's parser fills {...} with a placeholder pattern,
+ * u32 words counting up through the module (see literal.c). */
+void literal_elided_fill(const Literal *l, uint8_t *dst);
+/* Bytes of placeholder u32 words and tail bytes an elided literal of this
+ * shape takes, to advance the module's counters. */
+void literal_elided_advance(const Shape *s, uint32_t *word, uint8_t *byte);
+
 
 /*
  * Opcodes
@@ -575,5 +587,13 @@ Shape *hlo_infer_shape(Arena *a, const HloInstr *i, Diag *d);
  * definition, one root per computation.  Returns false with the first error.
  */
 bool hlo_verify(const HloModule *m, Diag *d);
+
+/* custom_call_targets.c: custom-call targets that only annotate their
+ * operand (Sharding, SPMD and Shardy markers, MoveToHost/MoveToDevice, ...):
+ * on one device the result is the operand. */
+bool custom_call_is_annotation(const char *target);
+/* JAX's GPU Threefry-2x32 kernel (cu_threefry2x32) of a well-formed shape:
+ * four u32 operands of one shape, a pair of them as the result. */
+bool custom_call_is_threefry(const HloInstr *i);
 
 #endif

@@ -9,8 +9,20 @@
  * value; the upper bits are written as zero and ignored when read.  pred is
  * one byte, 0 or 1 (any non-zero byte reads as true).  Complex elements are
  * (real, imag) pairs of f32 or f64.  A tuple literal holds one literal per
- * element.  An elided literal ({...} in the text) has no data: it reads as
- * zeros and prints as {...}.
+ * element.  An elided literal ({...} in the text) has no data and prints as
+ * {...}; what it stands for when run is literal_elided_fill's placeholder.
+ *
+ * Elided values.  XLA's parser (ParseDenseLiteral) does not refuse {...}: it
+ * fills the literal with a deterministic placeholder, and xhloc fills it the
+ * same way, so that both run such a module alike.  The literal's bytes are
+ * taken as u32 words (little-endian) that count up 0, 1, 2, ... through the
+ * elided literals of the module in text order; when the byte size is not a
+ * multiple of 4, its last size%4 counter values come from a second, 8-bit
+ * counter and are written from byte size/4 on (XLA's index, which lands
+ * inside the words, not after them; the bytes past the words stay zero).
+ * pred keeps only bit 0 of each byte.  XLA's counters live for the whole
+ * process; xhloc's restart with each module, which is what XLA does for a
+ * module parsed first in a fresh process.
  *
  * Conversions on store follow XLA's convert (LiteralBase::Convert, which is
  * also what the runtime does):
@@ -511,6 +523,31 @@ void literal_print(StrBuf *b, const Literal *l) {
 /*
  * Equality
  */
+
+void literal_elided_advance(const Shape *s, uint32_t *word, uint8_t *byte) {
+  int64_t size = shape_byte_size(s);
+  if (size <= 0)
+    return;
+  *word += (uint32_t)(size / 4);
+  *byte += (uint8_t)(size % 4);
+}
+
+void literal_elided_fill(const Literal *l, uint8_t *dst) {
+  int64_t size = shape_byte_size(l->shape);
+  if (size <= 0)
+    return;
+  uint32_t mask = l->shape->et == ET_PRED ? 0x01010101u : 0xffffffffu;
+  uint32_t w = l->elided_word;
+  memset(dst, 0, (size_t)size);
+  for (int64_t i = 0; i < size / 4; i++, w++) {
+    uint32_t v = w & mask;
+    for (int k = 0; k < 4; k++)
+      dst[4 * i + k] = (uint8_t)(v >> (8 * k));
+  }
+  uint8_t b = l->elided_byte;
+  for (int64_t i = 0; i < size % 4; i++, b++)
+    dst[size / 4 + i] = (uint8_t)(b & mask);
+}
 
 bool literal_equal(const Literal *a, const Literal *b) {
   if (a == b)

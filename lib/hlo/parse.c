@@ -729,10 +729,13 @@ static bool parse_computation(Parser *p, HloComp **out, bool *is_entry) {
       do {
         const Token *pt = &p->lx.tok;
         if (pt->kind == TK_NAME || pt->kind == TK_IDENT) {
+          /* "name: shape", or "name shape" as in older dumps (XLA's
+           * ParseParamList takes a name then a shape; the colon is part
+           * of its name token when present). */
           bool colon = pt->e[-1] == ':';
           padvance(p);
-          if (!colon && !pexpect(p, TK_COLON, "parameter list"))
-            return false;
+          if (!colon)
+            peat(p, TK_COLON);
         } else {
           return perr(p, "expected a parameter name");
         }
@@ -903,6 +906,9 @@ static void reset_module_state(Parser *p) {
   p->opstack.len = 0;
   p->ints.len = 0;
   p->depth = 0;
+  p->elided_word = 0;
+  p->elided_byte = 0;
+  p->elided_warned = false;
   p->names = NULL;
   p->params = NULL;
   p->comp = NULL;

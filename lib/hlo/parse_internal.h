@@ -55,6 +55,11 @@ typedef struct Parser {
   Arena *scratch;          /* shapes are parsed here, then interned */
   TextMap shapes;          /* shape source text -> Shape* in the module */
   int shape_nest;          /* > 0 while inside a shape */
+  /* Elided literals ({...}) of the current module: the placeholder
+   * counters (literal.c) and whether the warning was given. */
+  uint32_t elided_word;
+  uint8_t elided_byte;
+  bool elided_warned;
   int depth;
   /* Cursor for offset -> line/col, advanced monotonically. */
   const char *line_ptr;    /* start of the line of line_no */

@@ -385,8 +385,19 @@ static bool parse_dense(Parser *p, Shape *shape, Literal *lit) {
   free(seen);
   free(open_at);
   if (ok && elided) {
+    /* As XLA's parser: accepted, standing for a placeholder pattern. */
+    if (!p->elided_warned)
+      pwarn_at(p, start, "constant values elided as {...}: %s is filled with "
+                         "XLA's placeholder values (u32 words 0, 1, 2, ... "
+                         "through the module), not the original data; later "
+                         "elided constants of this module are not reported",
+               parse_shape_str(p, shape));
+    p->elided_warned = true;
     lit->elided = true;
     lit->data = NULL;
+    lit->elided_word = p->elided_word;
+    lit->elided_byte = p->elided_byte;
+    literal_elided_advance(shape, &p->elided_word, &p->elided_byte);
   } else if (ok && !lit->data) {
     /* No values stored (no elements, or XLA's bare-scalar quirk): zeros. */
     if (ds.total < 0)

@@ -7,6 +7,16 @@
  * from the declared shape (output size over input size, or the reverse) and
  * check it against the group size the replica groups give when that is known.
  * The replica groups themselves are checked as XLA's CheckReplicaGroups does.
+ *
+ * Forms XLA's parser takes that older or framework dumps use: a scalar
+ * operand of all-gather or reduce-scatter (PyTorch/XLA pairs a value with a
+ * scalar) has no dimension to gather or scatter and keeps its shape; the old
+ * all-reduce-start of one operand shaped (operand, result), whose
+ * all-reduce-done gives the result; all-gather-start and
+ * collective-permute-start of one operand shaped as their result (XLA's
+ * older exporter), whose -done forwards it; an all-to-all without dimensions= may
+ * have fewer operands than its groups have members (each operand is passed
+ * on as a whole).
  */
 #include "shape_inference_internal.h"
 
@@ -190,6 +200,14 @@ static const Shape *declared_part(const Shape *d, int n, int k) {
   return d->tuple[k];
 }
 
+/* The first operand that is not a scalar, or -1. */
+static int first_nonscalar(SiCtx *c) {
+  for (int k = 0; k < c->i->nops; k++)
+    if (si_op(c, k)->rank > 0)
+      return k;
+  return -1;
+}
+
 static bool scatter_dimension(SiCtx *c, int64_t *d) {
   if (c->i->dims.n != 1) {
     si_fail(c, "needs exactly one dimension in dimensions=, has %d",
@@ -198,6 +216,8 @@ static bool scatter_dimension(SiCtx *c, int64_t *d) {
   }
   *d = c->i->dims.v[0];
   for (int k = 0; k < c->i->nops; k++) {
+    if (si_op(c, k)->rank == 0 && *d >= 0)
+      continue; /* a scalar passes through */
     if (*d < 0 || *d >= si_op(c, k)->rank) {
       si_fail(c, "dimension %lld is out of range for operand %d %s",
               (long long)*d, k, si_str(c, si_op(c, k)));
@@ -216,11 +236,13 @@ static Shape *all_gather(SiCtx *c, const Shape *declared) {
   if (!all_arrays(c) || !check_replica_groups(c, true) ||
       !scatter_dimension(c, &d))
     return NULL;
-  int n = c->i->nops;
-  const Shape *out0 = declared ? declared_part(declared, n, 0) : NULL;
+  int n = c->i->nops, r = first_nonscalar(c);
+  if (r < 0)
+    return operands_or_tuple(c, n);
+  const Shape *out0 = declared ? declared_part(declared, n, r) : NULL;
   if (!out0 || !is_array(out0) || d >= out0->rank)
     return si_fail(c, "declared result does not fit %d gathered operands", n);
-  int64_t in0 = si_op(c, 0)->dims[d];
+  int64_t in0 = si_op(c, r)->dims[d];
   int64_t shards = in0 > 0 ? ceil_div(out0->dims[d], in0) : 1;
   int64_t group = si_subgroup_size(c->i);
   if (group != 1 && shards != group)
@@ -229,7 +251,7 @@ static Shape *all_gather(SiCtx *c, const Shape *declared) {
   Shape **el = ARENA_ARRAY(c->a, Shape *, n);
   for (int k = 0; k < n; k++) {
     Shape *s = si_copy(c->a, si_op(c, k));
-    if (s->dims[d] >= 0) {
+    if (s->rank > 0 && s->dims[d] >= 0) {
       __int128 v = (__int128)s->dims[d] * shards;
       if (v > INT64_MAX)
         return si_fail(c, "gathered dimension overflows");
@@ -247,12 +269,14 @@ static Shape *reduce_scatter(SiCtx *c) {
     return NULL;
   if (c->i->ncalled != 1)
     return si_fail(c, "needs a to_apply reducer");
-  int n = c->i->nops;
-  const Shape *out0 = declared_part(c->i->shape, n, 0);
+  int n = c->i->nops, r = first_nonscalar(c);
+  if (r < 0)
+    return operands_or_tuple(c, n);
+  const Shape *out0 = declared_part(c->i->shape, n, r);
   if (!out0 || !is_array(out0) || d >= out0->rank)
     return si_fail(c, "declared result does not fit %d operands", n);
   int64_t shards = out0->dims[d] > 0
-                       ? ceil_div(si_op(c, 0)->dims[d], out0->dims[d])
+                       ? ceil_div(si_op(c, r)->dims[d], out0->dims[d])
                        : si_subgroup_size(c->i);
   int64_t group = si_subgroup_size(c->i);
   if (group != 1 && shards != group)
@@ -264,7 +288,7 @@ static Shape *reduce_scatter(SiCtx *c) {
   Shape **el = ARENA_ARRAY(c->a, Shape *, n);
   for (int k = 0; k < n; k++) {
     Shape *s = si_copy(c->a, si_op(c, k));
-    if (s->dims[d] >= 0) {
+    if (s->rank > 0 && s->dims[d] >= 0) {
       if (s->dims[d] % shards)
         return si_fail(c, "operand %d dimension %lld (size %lld) is not a "
                        "multiple of the %lld shards", k, (long long)d,
@@ -296,9 +320,11 @@ static Shape *all_to_all(SiCtx *c) {
                      (long long)s->dims[d], (long long)split);
     return si_result(c, s); /* split and concat on the same dimension */
   }
-  if (split != 1 && i->nops != split)
+  if (split != 1 && i->nops > split)
     return si_fail(c, "has %d operands but the replica groups have %lld "
                    "members", i->nops, (long long)split);
+  if (i->nops == 1 && c->i->shape->et != ET_TUPLE)
+    return si_result(c, si_op(c, 0));
   for (int k = 1; k < i->nops; k++)
     if (!si_compatible(si_op(c, 0), si_op(c, k), 0))
       return si_fail(c, "operands differ: %s and %s", si_str(c, si_op(c, 0)),
@@ -352,6 +378,11 @@ static Shape *collective_permute_start(SiCtx *c) {
   if (!check_pairs(c))
     return NULL;
   Shape *x, *y;
+  if (d->et != ET_TUPLE && c->i->nops == 1) {
+    if (!all_arrays(c))
+      return NULL;
+    return si_result(c, si_op(c, 0)); /* the older form: shaped as the result */
+  }
   if (inplace_permute(c)) {
     x = si_result(c, si_op(c, 0));
     y = si_result(c, si_op(c, 1));
@@ -369,6 +400,14 @@ static Shape *collective_permute_start(SiCtx *c) {
   return shape_tuple(c->a, n, el);
 }
 
+/* The old all-reduce-start of one operand shaped (operand, result). */
+static bool old_all_reduce_start(const HloInstr *i) {
+  const Shape *s = i->shape;
+  return i->op == HLO_ALL_REDUCE_START && i->nops == 1 && s->et == ET_TUPLE &&
+         s->ntuple == 2 && shape_compatible(s->tuple[0], s->tuple[1]) &&
+         shape_compatible(s->tuple[0], i->ops[0]->shape);
+}
+
 /* The -done ops: the operand must be the matching -start; the result is
  * element 1 of its shape (all-reduce-done forwards the whole shape). */
 static Shape *done(SiCtx *c, HloOp start) {
@@ -376,8 +415,10 @@ static Shape *done(SiCtx *c, HloOp start) {
   if (p->op != start)
     return si_fail(c, "operand must be a %s, not %s", hlo_op_name(start),
                    hlo_op_name(p->op));
-  if (start == HLO_ALL_REDUCE_START)
+  if (start == HLO_ALL_REDUCE_START && !old_all_reduce_start(p))
     return si_result(c, p->shape);
+  if (start != HLO_ALL_REDUCE_START && p->shape->et != ET_TUPLE)
+    return si_result(c, p->shape); /* a start shaped as its result */
   if (p->shape->et != ET_TUPLE || p->shape->ntuple < 2)
     return si_fail(c, "operand has no (input, output) shape: %s",
                    si_str(c, p->shape));
@@ -395,6 +436,8 @@ Shape *si_infer_collective(SiCtx *c) {
     if (i->has_channel_id && i->channel_id <= 0 && i->op == HLO_ALL_REDUCE)
       return si_fail(c, "channel_id must be positive, is %lld",
                      (long long)i->channel_id);
+    if (old_all_reduce_start(i))
+      return si_tuple2(c, si_result(c, si_op(c, 0)), si_result(c, si_op(c, 0)));
     return operands_or_tuple(c, i->nops);
   case HLO_ALL_REDUCE_DONE:
     return done(c, HLO_ALL_REDUCE_START);
@@ -402,6 +445,8 @@ Shape *si_infer_collective(SiCtx *c) {
     return all_gather(c, i->shape);
   case HLO_ALL_GATHER_START: {
     const Shape *d = i->shape;
+    if (d->et != ET_TUPLE && i->nops == 1)
+      return all_gather(c, d); /* the older form: shaped as the result */
     if (d->et != ET_TUPLE || d->ntuple != 2)
       return si_fail(c, "shape must be (input, output), not %s", si_str(c, d));
     Shape *out = all_gather(c, d->tuple[1]);

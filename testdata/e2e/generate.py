@@ -3,7 +3,10 @@
 
 Each module is a small JAX function compiled once on the CPU with
 XLA_FLAGS=--xla_dump_to=DIR; the dump's *.before_optimizations.txt is copied
-here as NAME.hlo.  Not run by the tests (the .hlo files are checked in):
+here as NAME.hlo.  The GPU_CASES are lowered for CUDA instead (no GPU
+needed: jit(f).trace(...).lower(lowering_platforms=("cuda",)), as HLO text),
+for what only a GPU lowering writes, such as JAX's cu_threefry2x32 kernel
+call.  Not run by the tests (the .hlo files are checked in):
 
     python3 testdata/e2e/generate.py
 """
@@ -346,6 +349,26 @@ args = (jnp.ones((4, 200), jnp.float32),)
 """,
 }
 
+# name -> python source defining f and args, lowered for CUDA.
+GPU_CASES = {
+    "threefry_gpu_kernel": """
+jax.config.update("jax_threefry_gpu_kernel_lowering", True)
+def f(key, x):
+    return x * jax.random.uniform(jax.random.wrap_key_data(key), x.shape)
+args = (jax.ShapeDtypeStruct((2,), jnp.uint32),
+        jax.ShapeDtypeStruct((8,), jnp.float32))
+""",
+}
+
+GPU_RUNNER = """
+import sys
+import jax, jax.numpy as jnp
+jax.config.update("jax_platforms", "cpu")
+{src}
+low = jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",))
+open(sys.argv[1], "w").write(low.as_text(dialect="hlo"))
+"""
+
 RUNNER = """
 import jax, jax.numpy as jnp
 jax.config.update("jax_platforms", "cpu")
@@ -355,8 +378,16 @@ jax.jit(f).lower(*args).compile()
 
 
 def main():
-    names = sys.argv[1:] or sorted(CASES)
+    names = sys.argv[1:] or sorted(CASES) + sorted(GPU_CASES)
     for name in names:
+        if name in GPU_CASES:
+            out = os.path.join(HERE, name + ".hlo")
+            subprocess.run([sys.executable, "-c",
+                            GPU_RUNNER.format(src=GPU_CASES[name]), out],
+                           env=dict(os.environ, JAX_PLATFORMS="cpu"),
+                           check=True)
+            print("wrote", name + ".hlo")
+            continue
         with tempfile.TemporaryDirectory() as d:
             env = dict(os.environ, XLA_FLAGS="--xla_dump_to=" + d,
                        JAX_PLATFORMS="cpu")

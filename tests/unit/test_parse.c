@@ -1272,3 +1272,40 @@ Test(parse, nul_bytes_are_errors) {
     sb_free(&b);
   }
 }
+
+/* {...} stands for XLA's placeholder: u32 words counting up through the
+ * module's elided literals, an 8-bit counter for the bytes past the words
+ * (written from byte size/4 on, as XLA does), pred keeping bit 0. */
+Test(parse, elided_placeholder_values) {
+  HloModule *m = parse1("HloModule m\nENTRY e {\n"
+                        "  a = s32[2] constant({...})\n"
+                        "  b = s8[6] constant({...})\n"
+                        "  c = pred[5] constant({...})\n"
+                        "  ROOT t = (s32[2], s8[6], pred[5]) tuple(a, b, c)\n}\n");
+  uint8_t got[8];
+  const Literal *a = find(m, NULL, "a")->literal;
+  cr_assert(a->elided);
+  literal_elided_fill(a, got);
+  cr_assert_arr_eq(got, ((uint8_t[]){0, 0, 0, 0, 1, 0, 0, 0}), 8);
+  literal_elided_fill(find(m, NULL, "b")->literal, got);
+  cr_assert_arr_eq(got, ((uint8_t[]){2, 0, 1, 0, 0, 0}), 6);
+  literal_elided_fill(find(m, NULL, "c")->literal, got);
+  cr_assert_arr_eq(got, ((uint8_t[]){1, 0, 0, 0, 0}), 5);
+  /* A second module starts over. */
+  m = parse1("HloModule n\nENTRY e {\n  ROOT a = u8[3] constant({...})\n}\n");
+  literal_elided_fill(find(m, NULL, "a")->literal, got);
+  cr_assert_arr_eq(got, ((uint8_t[]){0, 1, 2}), 3);
+}
+
+/* Older dumps write parameter lists without ':'; XLA reads a name then a
+ * shape either way. */
+Test(parse, parameter_list_without_colons) {
+  HloModule *m = parse1("HloModule m\n"
+                        "ENTRY %e (p0 f32[4], p1: s32[]) -> f32[4] {\n"
+                        "  %p0 = f32[4] parameter(0)\n"
+                        "  %p1 = s32[] parameter(1)\n"
+                        "  ROOT %n = f32[4] negate(f32[4] %p0)\n}\n");
+  cr_assert_eq(m->entry->nparams, 2);
+  parse_err("HloModule m\nENTRY %e (p0 f32[4] p1) -> f32[4] {\n"
+            "  ROOT %p0 = f32[4] parameter(0)\n}\n");
+}
