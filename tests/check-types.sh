@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# check-types.sh - bit-exact tests of the element types and of the ops on
+# their bits (reduce-precision, the f8 types, the sub-byte integers) against
+# XLA: every testdata/types/*.hlo (made by testdata/types/generate.py; each
+# reduces its results to u64 checksums whose expected values XLA on the CPU
+# computed) must give those checksums
+#   - on the interpreter (xhlo-run --platform=interpreter);
+#   - compiled for the host (xhloc --target=host), run on the host, and also
+#     compared with the interpreter (--compare);
+# and its PTX (xhloc for sm_90) must pass ptxas -arch=sm_90.
+# Header lines: // INPUT: SPEC and // EXPECT: SPEC, as in check-eval.sh.
+#
+# Run from the repository root; XHLOC_BIN names the directory of xhloc and
+# xhlo-run (default build/bin).
+set -u
+bin=${XHLOC_BIN:-build/bin}
+xhloc=$bin/xhloc
+run=$bin/xhlo-run
+pass=0 fail=0
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+
+ok() { pass=$((pass + 1)); }
+bad() {
+  fail=$((fail + 1))
+  echo "FAIL: $*"
+  [ -s "$t/err" ] && sed 's/^/  | /' "$t/err" | head -n 8
+  return 0
+}
+
+ptxas=$(command -v ptxas 2>/dev/null)
+for c in "${CUDA_HOME:-/usr/local/cuda}/bin/ptxas" /usr/local/cuda/bin/ptxas; do
+  [ -z "$ptxas" ] && [ -x "$c" ] && ptxas=$c
+done
+
+for f in testdata/types/*.hlo; do
+  name=$(basename "$f" .hlo)
+  args=()
+  while IFS= read -r line; do
+    case $line in
+      "// INPUT: "*) args+=("--input=${line#// INPUT: }") ;;
+      "// EXPECT: "*) args+=("--expected-output=${line#// EXPECT: }") ;;
+    esac
+  done <"$f"
+  if "$run" --platform=interpreter "$f" "${args[@]}" --atol=0 --rtol=0 --quiet \
+      >"$t/out" 2>"$t/err"; then
+    ok
+  else
+    cat "$t/out" >>"$t/err"
+    bad "$name: the interpreter's checksums differ from XLA's"
+  fi
+  if "$xhloc" --target=host -o "$t/$name" "$f" >"$t/out" 2>"$t/err"; then
+    if "$run" "$t/$name.thunks" --platform=host "${args[@]}" --atol=0 --rtol=0 \
+        --compare --quiet >"$t/out" 2>"$t/err"; then
+      ok
+    else
+      cat "$t/out" >>"$t/err"
+      bad "$name: the host artifact's checksums differ from XLA's or the interpreter's"
+    fi
+  else
+    bad "$name: xhloc --target=host failed"
+  fi
+  if "$xhloc" -o "$t/$name.gpu" "$f" >"$t/out" 2>"$t/err"; then
+    if [ -z "$ptxas" ]; then
+      echo "no ptxas (looked in PATH, \$CUDA_HOME/bin, /usr/local/cuda/bin)" >"$t/err"
+      bad "$name: ptxas not found"
+    elif "$ptxas" -arch=sm_90 "$t/$name.gpu.ptx" -o "$t/$name.cubin" \
+        >"$t/out" 2>"$t/err"; then
+      ok
+    else
+      bad "$name: ptxas -arch=sm_90 refused the PTX"
+    fi
+  else
+    bad "$name: xhloc (gpu) failed"
+  fi
+done
+
+echo "check-types: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
