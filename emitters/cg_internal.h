@@ -253,6 +253,11 @@ bool cg_emit_scatter_kernel(Codegen *cg, const HloInstr *instr,
                             const HloInstr *hero, const char *name,
                             LaunchDims *ld, Diag *d);
 
+/* rng_kernel.c: hero is a rng-bit-generator (the root of a lone fusion). */
+bool cg_emit_rng_kernel(Codegen *cg, const HloInstr *instr,
+                        const HloInstr *hero, const char *name,
+                        LaunchDims *ld, Diag *d);
+
 /* transpose_kernel.c (c5), GPU only: the hero of a fusion the tiled
  * transpose kernel takes (a transpose or layout-changing copy swapping the
  * minor-most physical dimension, only elementwise consumers after it, one
