@@ -21,6 +21,7 @@ with the interpreter, and gives the PTX to ptxas.  Not run by the tests:
 import os
 import numpy as np
 import jax
+jax.config.update("jax_enable_x64", True)
 from jax._src.lib import xla_client as xc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -304,8 +305,61 @@ def subbyte():
             "results widened to s32; bit-exact."], m)
 
 
+def rng():
+    """rng-bit-generator: the new state and a checksum of the bits, for
+    several shapes, types, algorithms and state sizes (a counter about to
+    carry included)."""
+    cases = [("rng_three_fry", "u32", [4, 6, 3]), ("rng_three_fry", "u32", [3, 5, 7]),
+             ("rng_three_fry", "u64", [2, 3]), ("rng_three_fry", "u16", [5, 4]),
+             ("rng_three_fry", "u32", [1, 1]), ("rng_philox", "u32", [3, 5, 7]),
+             ("rng_philox", "u64", [5, 3]), ("rng_philox", "u8", [9, 2]),
+             ("rng_default", "u32", [1000]), ("rng_philox", "s32", [4, 4])]
+    all_cases = cases
+    for nst in (2, 3):
+        # three-fry takes a two-word state only (XLA refuses three)
+        cases = [c for c in all_cases if nst == 2 or c[0] != "rng_three_fry"]
+        m = Mod()
+        m.lines = [f"  s = u64[{nst}] parameter(0)"]
+        state = [0x0123456789ABCDEF, 0xFFFFFFFFFFFFFFF0, 0xFFFFFFFFFFFFFFFF][:nst]
+        for alg, ty, dims in cases:
+            dt = f"{ty}[{','.join(map(str, dims))}]"
+            n = int(np.prod(dims))
+            g = m.add(f"(u64[{nst}], {dt})", f"rng-bit-generator(s), algorithm={alg}")
+            st = m.add(f"u64[{nst}]", f"get-tuple-element({g}), index=0")
+            m.outs.append(st)
+            m.shapes.append(f"u64[{nst}]")
+            dv = m.add(dt, f"get-tuple-element({g}), index=1")
+            flat = m.add(f"{ty}[{n}]", f"reshape({dv})")
+            if ty[0] == "s":
+                flat = m.add(f"u{ty[1:]}[{n}]", f"bitcast-convert({flat})")
+            m.checksum(flat, "u" + ty[1:], n)
+        name = f"rng_bit_generator_state{nst}"
+        text = m.text(name)
+        if ONLY and ONLY not in name:
+            continue
+        got = jax_run(text, np.array(state, np.uint64))
+        lines = [f"// rng-bit-generator with a {nst}-word state (its counter about to carry):",
+                 "// " + "; ".join(f"{a} {t}{d}" for a, t, d in cases) + ",",
+                 "// each the new state and a checksum of the bits; bit-exact.",
+                 "// Expected values: XLA on the CPU through JAX "
+                 f"{jax.__version__} (testdata/types/generate.py), not xhloc.",
+                 f"// INPUT: {nst}xu64=" + " ".join(str(v) for v in state)]
+        for g in got:
+            g = np.atleast_1d(g)
+            lines.append(f"// EXPECT: {len(g)}xu64=" + " ".join(str(int(v)) for v in g)
+                         if g.shape != (1,) or len(m.shapes) == 0 else f"// EXPECT: u64={int(g[0])}")
+        # scalars (checksums) are u64[] results, states u64[nst]
+        fixed = []
+        for sh, l in zip(m.shapes, lines[5:]):
+            fixed.append(l if sh != "u64[]" else "// EXPECT: u64=" + l.split("=")[1])
+        with open(os.path.join(HERE, name + ".hlo"), "w") as f:
+            f.write("\n".join(lines[:5] + fixed) + "\n" + text)
+        print(name, "written")
+
+
 if __name__ == "__main__":
     reduce_precision()
     f8_converts()
     f8_arith()
     subbyte()
+    rng()
