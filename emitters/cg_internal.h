@@ -222,6 +222,11 @@ LLVMValueRef cg_elemental_dus(CgElemental *e, Codegen *cg, Diag *d,
 LLVMValueRef cg_elemental_reduce_window(CgElemental *e, Codegen *cg, Diag *d,
                                         const HloInstr *x, int which,
                                         LLVMValueRef const *idx);
+/* elemental_sas.c: select-and-scatter of the elemental emitter (called by
+ * elemental.c), the output element at idx. */
+LLVMValueRef cg_elemental_select_and_scatter(CgElemental *e, Codegen *cg, Diag *d,
+                                             const HloInstr *x,
+                                             LLVMValueRef const *idx);
 /* An integer index value of type et as i64 (u64 over INT64_MAX saturates,
  * as lib/eval's ev_get_index). */
 LLVMValueRef cg_index_to_i64(Codegen *cg, ElemType et, LLVMValueRef v);

@@ -658,6 +658,8 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
     return cg_elemental_dus(e, cg, e->d, x, idx);
   case HLO_PAD: case HLO_CONCATENATE:
     return emit_selected(e, x, idx);
+  case HLO_SELECT_AND_SCATTER:
+    return cg_elemental_select_and_scatter(e, cg, e->d, x, idx);
   case HLO_STOCHASTIC_CONVERT:
     return fail(e, x, "unsupported op");
   default:
