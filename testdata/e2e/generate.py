@@ -306,6 +306,14 @@ def f(w, s, x, u):
 args = (jnp.ones((40, 64), jnp.int4), jnp.ones((64,), jnp.float32),
         jnp.ones((40, 64), jnp.float32), jnp.ones((40, 64), jnp.uint4))
 """,
+    "maxpool_grad": """
+def f(x, g):
+    pool = lambda v: jax.lax.reduce_window(v, -jnp.inf, jax.lax.max,
+                                           (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+    y, vjp = jax.vjp(pool, x)
+    return vjp(g * y)[0] * 2.0
+args = (jnp.ones((2, 15, 12, 8), jnp.float32), jnp.ones((2, 8, 6, 8), jnp.float32))
+""",
     "rng_bits": """
 jax.config.update("jax_enable_x64", True)   # u64 keys and bits
 def f(k):

@@ -357,9 +357,62 @@ def rng():
         print(name, "written")
 
 
+def select_and_scatter():
+    """select-and-scatter with overlapping windows, padding, strides and
+    many ties (operand values (7k mod 5)), selecting
+    with ge and with lt, scattering with add."""
+    m = Mod()
+    m.lines.insert(0, "  dummy = u32[] constant(0)")
+    comps = """ge {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=GE
+}
+
+lt {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
+}
+
+addf {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+"""
+    cases = [((13, 11), (7, 6), "size=3x3 stride=2x2 pad=1_1x1_1", "ge"),
+             ((13, 11), (12, 5), "size=2x3 stride=1x2 pad=0_0x0_0", "lt"),
+             ((9, 10), (5, 4), "size=3x2 stride=2x3 pad=1_2x0_1", "ge"),
+             ((8, 8), (4, 4), "size=2x2 stride=2x2", "ge")]
+    for (od, sd, win, sel) in cases:
+        on, sn = od[0] * od[1], sd[0] * sd[1]
+        src, _ = m.bits(on)
+        seven = m.add("u32[]", "constant(7)")
+        five = m.add("u32[]", "constant(5)")
+        v = m.add(f"u32[{on}]", f"multiply({src}, {m.add(f'u32[{on}]', f'broadcast({seven}), dimensions={{}}')})")
+        v = m.add(f"u32[{on}]", f"remainder({v}, {m.add(f'u32[{on}]', f'broadcast({five}), dimensions={{}}')})")
+        op = m.add(f"f32[{od[0]},{od[1]}]", f"reshape({m.add(f'f32[{on}]', f'convert({v})')})")
+        s2, _ = m.bits(sn)
+        half = m.add("f32[]", "constant(0.375)")
+        sv = m.add(f"f32[{sn}]", f"multiply({m.add(f'f32[{sn}]', f'convert({s2})')}, {m.add(f'f32[{sn}]', f'broadcast({half}), dimensions={{}}')})")
+        sv = m.add(f"f32[{sd[0]},{sd[1]}]", f"reshape({sv})")
+        init = m.add("f32[]", "constant(0.5)")
+        r = m.add(f"f32[{od[0]},{od[1]}]", f"select-and-scatter({op}, {sv}, {init}), window={{{win}}}, select={sel}, scatter=addf")
+        rb = m.add(f"u32[{on}]", f"bitcast-convert({m.add(f'f32[{on}]', f'reshape({r})')})")
+        m.checksum(rb, "u32", on)
+    name = "select_and_scatter"
+    text = m.text(name).replace("\nENTRY", comps + "ENTRY", 1)
+    m.text = lambda _n, t=text: t
+    write(name, ["select-and-scatter with overlapping windows, padding, strides and",
+                 "ties, select ge / lt, scatter add, init 0.5; bit-exact."], m)
+
+
 if __name__ == "__main__":
     reduce_precision()
     f8_converts()
     f8_arith()
     subbyte()
     rng()
+    select_and_scatter()
