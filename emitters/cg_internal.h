@@ -11,7 +11,8 @@
  * - A value in a register has the element type's register type
  *   (cg_reg_type): pred is i1, integers iN of their width (s4 is i4;
  *   signedness comes from the ElemType), f16 half, bf16 bfloat, f32 float,
- *   f64 double, the f8 types i8 and f4e2m1fn i4 (their encodings).  In
+ *   f64 double, the f8 types i8 and f4e2m1fn i4 (their encodings), c64
+ *   <2 x float> and c128 <2 x double> (real, imaginary).  In
  *   memory pred and the sub-byte types take one byte each (cg_mem_type i8,
  *   value in the low bits); loads and stores convert.
  * - Array pointers are in the global address space (CG_AS_GLOBAL: 1 on
@@ -49,7 +50,8 @@ enum { CG_AS_GENERIC = 0, CG_AS_GLOBAL = 1, CG_AS_SHARED = 3, CG_AS_CONST = 4 };
 /*
  * llvm_util.c: types, constants, small IR helpers
  */
-/* pred, ints s2..u64, f16 bf16 f32 f64, the f8 types and f4e2m1fn. */
+/* pred, ints s2..u64, f16 bf16 f32 f64, the f8 types, f4e2m1fn, c64 and
+ * c128. */
 bool cg_et_supported(ElemType et);
 /* The floats of 8 bits or fewer (f8*, f4e2m1fn): no LLVM float type; their
  * registers are iN holding the encoding (elemental_fp.c decodes and encodes
@@ -317,6 +319,13 @@ LLVMValueRef cg_bitfloat_to_f32(Codegen *cg, ElemType et, LLVMValueRef v);
 /* An f32 or f64 value encoded as bitfloat type et (one rounding, fp.c's
  * rules). */
 LLVMValueRef cg_bitfloat_from_double(Codegen *cg, ElemType et, LLVMValueRef x);
+
+/*
+ * elemental_complex.c: c64 / c128 elementwise ops
+ */
+/* Op `op` of i (operand types in, result type out) on register values v;
+ * NULL when the op is not one of the complex ops supported. */
+LLVMValueRef cg_complex_op(Codegen *cg, const HloInstr *i, LLVMValueRef const *v);
 
 /* An elementwise op (hlo_op_is_elementwise) of i applied to register values
  * ops (one per operand of i, of the operands' element types).  NULL with an

@@ -233,6 +233,12 @@ LLVMValueRef cg_emit_elementwise(Codegen *cg, const HloInstr *i,
       return unsupported(i, i->ops[k]->shape->et, d);
   if (!cg_et_supported(out))
     return unsupported(i, out, d);
+  if (et_is_complex(et) || et_is_complex(out) || i->op == HLO_COMPLEX) {
+    if (i->op == HLO_SELECT && i->nops == 3)
+      return LLVMBuildSelect(cg->b, ops[0], ops[1], ops[2], "");
+    LLVMValueRef r = cg_complex_op(cg, i, ops);
+    return r ? r : unsupported(i, et_is_complex(et) ? et : out, d);
+  }
   switch (i->op) {
   case HLO_CONVERT:
     return cg_emit_convert(cg, et, out, ops[0]);

@@ -14,6 +14,7 @@ bool cg_et_supported(ElemType et) {
   case ET_U8: case ET_U16: case ET_U32: case ET_U64:
   case ET_F16: case ET_BF16: case ET_F32: case ET_F64:
   case ET_S2: case ET_S4: case ET_U2: case ET_U4:
+  case ET_C64: case ET_C128:
     return true;
   default:
     return cg_et_is_bitfloat(et);
@@ -31,6 +32,8 @@ LLVMTypeRef cg_reg_type(Codegen *cg, ElemType et) {
   case ET_BF16: return LLVMBFloatTypeInContext(cg->ctx);
   case ET_F32: return LLVMFloatTypeInContext(cg->ctx);
   case ET_F64: return LLVMDoubleTypeInContext(cg->ctx);
+  case ET_C64: return LLVMVectorType(LLVMFloatTypeInContext(cg->ctx), 2);
+  case ET_C128: return LLVMVectorType(LLVMDoubleTypeInContext(cg->ctx), 2);
   default: return LLVMIntTypeInContext(cg->ctx, (unsigned)et_bits(et));
   }
 }
@@ -85,12 +88,26 @@ static LLVMValueRef const_from_bits(Codegen *cg, ElemType et, uint64_t raw) {
 LLVMValueRef cg_const_literal_elem(Codegen *cg, const Literal *l, int64_t k) {
   ElemType et = l->shape->et;
   int eb = et_bytes(et);
+  if (et_is_complex(et)) {            /* (re, im) */
+    LLVMValueRef parts[2];
+    for (int j = 0; j < 2; j++) {
+      uint64_t raw = 0;
+      memcpy(&raw, l->data + k * eb + j * (eb / 2), (size_t)(eb / 2));
+      parts[j] = const_from_bits(cg, et_complex_component(et), raw);
+    }
+    return LLVMConstVector(parts, 2);
+  }
   uint64_t raw = 0;
   memcpy(&raw, l->data + k * eb, (size_t)eb);
   return const_from_bits(cg, et, raw);
 }
 
 LLVMValueRef cg_const_f(Codegen *cg, ElemType et, double v) {
+  if (et_is_complex(et)) {
+    LLVMValueRef parts[2] = {cg_const_f(cg, et_complex_component(et), v),
+                             cg_const_f(cg, et_complex_component(et), 0.0)};
+    return LLVMConstVector(parts, 2);
+  }
   if (cg_et_is_bitfloat(et))
     return const_from_bits(cg, et, fp_from_double(et_fp_format(et), v));
   if (et_is_float(et) && et != ET_BF16)

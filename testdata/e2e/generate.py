@@ -314,6 +314,16 @@ def f(x, g):
     return vjp(g * y)[0] * 2.0
 args = (jnp.ones((2, 15, 12, 8), jnp.float32), jnp.ones((2, 8, 6, 8), jnp.float32))
 """,
+    "complex_elementwise": """
+jax.config.update("jax_enable_x64", True)   # c128
+def f(x, y, t, z):
+    w = x * y + jnp.conj(x) / (y + 2.0)
+    r = jnp.exp(1j * t.astype(jnp.complex64)) * jnp.abs(w)
+    s = jnp.sum(w, axis=1)
+    return w, r, s, jnp.real(w) - jnp.imag(r), (z * z - z / (z + 3.0)).astype(jnp.complex64)
+args = (jnp.ones((24, 40), jnp.complex64), jnp.ones((24, 40), jnp.complex64),
+        jnp.ones((24, 40), jnp.float32), jnp.ones((16,), jnp.complex128))
+""",
     "rng_bits": """
 jax.config.update("jax_enable_x64", True)   # u64 keys and bits
 def f(k):
