@@ -261,3 +261,31 @@ Test(codegen_types, rng_bit_generator) {
         "ENTRY e {\n  s = u64[2] parameter(0)\n"
         "  ROOT r = (u64[2], u8[9]) rng-bit-generator(s), algorithm=rng_default\n}\n");
 }
+
+/* Sub-byte and f8 values through the GPU's shared-memory transpose tiles
+ * and a row reduction's shuffles. */
+Test(codegen_types, transpose_and_reduce_small_types) {
+  check("HloModule m\n"
+        "fused {\n"
+        "  a = s4[64,48]{1,0} parameter(0)\n"
+        "  b = f8e4m3fn[64,48]{1,0} parameter(1)\n"
+        "  ta = s4[48,64]{1,0} transpose(a), dimensions={1,0}\n"
+        "  tb = f8e4m3fn[48,64]{1,0} transpose(b), dimensions={1,0}\n"
+        "  na = s4[48,64]{1,0} negate(ta)\n"
+        "  ROOT t = (s4[48,64]{1,0}, f8e4m3fn[48,64]{1,0}) tuple(na, tb)\n"
+        "}\n"
+        "ENTRY e {\n  a = s4[64,48]{1,0} parameter(0)\n  b = f8e4m3fn[64,48]{1,0} parameter(1)\n"
+        "  ROOT f = (s4[48,64]{1,0}, f8e4m3fn[48,64]{1,0}) fusion(a, b), kind=kLoop,"
+        " calls=fused\n}\n");
+  teardown();
+  check("HloModule m\n"
+        "mx { a = f8e5m2[] parameter(0)\n  b = f8e5m2[] parameter(1)\n"
+        "  ROOT s = f8e5m2[] maximum(a, b) }\n"
+        "fused {\n"
+        "  x = f8e5m2[16,300] parameter(0)\n"
+        "  z = f8e5m2[] constant(-inf)\n"
+        "  ROOT r = f8e5m2[16] reduce(x, z), dimensions={1}, to_apply=mx\n"
+        "}\n"
+        "ENTRY e {\n  x = f8e5m2[16,300] parameter(0)\n"
+        "  ROOT f = f8e5m2[16] fusion(x), kind=kInput, calls=fused\n}\n");
+}
