@@ -409,6 +409,44 @@ addf {
                  "ties, select ge / lt, scatter add, init 0.5; bit-exact."], m)
 
 
+def packed_layouts():
+    """Sub-byte arrays with XLA's packed layouts (E(4), E(2)) in the entry
+    computation layout and on instructions, as optimized dumps have them."""
+    import ml_dtypes
+    name = "packed_layouts"
+    if ONLY and ONLY not in name:
+        return
+    text = """HloModule packed_layouts, entry_computation_layout={(s4[16]{0:E(4)}, u2[9]{0:E(2)})->(s4[16]{0:E(4)}, s32[9]{0}, u2[3,3]{0,1:E(2)})}
+
+ENTRY e {
+  a = s4[16]{0:E(4)} parameter(0)
+  b = u2[9]{0:E(2)} parameter(1)
+  c = s4[16]{0:E(4)} multiply(a, a)
+  r = s4[16]{0:E(4)} reverse(c), dimensions={0}
+  d = s4[16]{0:E(4)} add(r, a)
+  bb = u2[9]{0:E(2)} add(b, b)
+  w = s32[9]{0} convert(bb)
+  t = u2[3,3]{0,1:E(2)} reshape(bb)
+  ROOT o = (s4[16]{0:E(4)}, s32[9]{0}, u2[3,3]{0,1:E(2)}) tuple(d, w, t)
+}
+"""
+    a = np.array([-8, -7, -3, -1, 0, 1, 2, 3, 4, 5, 6, 7, -2, -5, 7, -8], ml_dtypes.int4)
+    b = np.array([0, 1, 2, 3, 3, 2, 1, 0, 3], ml_dtypes.uint2)
+    got = jax_run(text, a, b)
+    spec = lambda v, t: f"{'x'.join(map(str, v.shape))}x{t}=" + " ".join(
+        str(int(x)) for x in v.astype(np.int32).ravel())
+    lines = ["// Sub-byte arrays with XLA's packed layouts E(4) / E(2) (kept one",
+             "// element per byte by xhloc); bit-exact.",
+             "// Expected values: XLA on the CPU through JAX "
+             f"{jax.__version__} (testdata/types/generate.py), not xhloc.",
+             "// INPUT: " + spec(a, "s4"), "// INPUT: " + spec(b, "u2")]
+    for g, t in zip(got, ["s4", "s32", "u2"]):
+        lines.append("// EXPECT: " + spec(g, t))
+    with open(os.path.join(HERE, name + ".hlo"), "w") as f:
+        f.write("\n".join(lines) + "\n" + text)
+    print(name, "written")
+
+
 if __name__ == "__main__":
     reduce_precision()
     f8_converts()
@@ -416,3 +454,4 @@ if __name__ == "__main__":
     subbyte()
     rng()
     select_and_scatter()
+    packed_layouts()
