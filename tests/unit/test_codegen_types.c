@@ -289,3 +289,23 @@ Test(codegen_types, transpose_and_reduce_small_types) {
         "ENTRY e {\n  x = f8e5m2[16,300] parameter(0)\n"
         "  ROOT f = f8e5m2[16] fusion(x), kind=kInput, calls=fused\n}\n");
 }
+
+/* Dots and convolutions with f8 and sub-byte results: operands converted to
+ * the result type, sums in f32 (f8) or wide integers (saturating to s4 in a
+ * convolution, wrapping in a dot), as lib/eval computes them. */
+Test(codegen_types, dot_and_conv_small_results) {
+  check("HloModule m\n"
+        "ENTRY e {\n  x = f8e4m3fn[7,12] parameter(0)\n  y = f8e4m3fn[12,5] parameter(1)\n"
+        "  ROOT d = f8e4m3fn[7,5] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "}\n");
+  teardown();
+  check("HloModule m\n"
+        "ENTRY e {\n  x = s4[6,12] parameter(0)\n  y = s4[12,5] parameter(1)\n"
+        "  ROOT d = s4[6,5] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+        "}\n");
+  teardown();
+  check("HloModule m\n"
+        "ENTRY e {\n  x = s4[2,9,3] parameter(0)\n  w = s4[3,3,4] parameter(1)\n"
+        "  ROOT c = s4[2,7,4] convolution(x, w), window={size=3}, dim_labels=b0f_0io->b0f\n"
+        "}\n");
+}
