@@ -37,6 +37,7 @@ static const Pass registry[] = {
     {"reduce-window-rewriter", pass_reduce_window_rewriter},
     {"reshape-mover", pass_reshape_mover},
     {"rng-expander", pass_rng_expander},
+    {"scaled-dot-rewriter", pass_scaled_dot_rewriter},
     {"slice-sinker", pass_slice_sinker},
     {"sort-simplifier", pass_sort_simplifier},
     {"transpose-folding", pass_transpose_folding},

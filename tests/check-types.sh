@@ -9,6 +9,7 @@
 #     compared with the interpreter (--compare);
 # and its PTX (xhloc for sm_90) must pass ptxas -arch=sm_90.
 # Header lines: // INPUT: SPEC and // EXPECT: SPEC, as in check-eval.sh.
+# Then the scaled-dot goldens of testdata/eval, compiled for the host.
 #
 # Run from the repository root; XHLOC_BIN names the directory of xhloc and
 # xhlo-run (default build/bin).
@@ -72,6 +73,40 @@ for f in testdata/types/*.hlo; do
     fi
   else
     bad "$name: xhloc (gpu) failed"
+  fi
+done
+
+# ---- scaled-dot: the interpreter goldens of testdata/eval (NumPy with
+# ml_dtypes; XLA's CPU does not take scaled-dot) compiled for the host
+# (through scaled-dot-rewriter), case by case.
+run_cases() { # FILE PREFIX (a file without CASE lines is one case)
+  local f=$1 prefix=$2 name=all args=() tol=(--atol=0 --rtol=0) line a r
+  flush() {
+    [ "${#args[@]}" -eq 0 ] && return
+    if "$run" "$prefix.thunks" --platform=host "${args[@]}" "${tol[@]}" --quiet \
+        >"$t/out" 2>"$t/err"; then
+      ok
+    else
+      cat "$t/out" >>"$t/err"
+      bad "$(basename "$f") [$name]: the host artifact differs from the expected values"
+    fi
+  }
+  while IFS= read -r line; do
+    case $line in
+      "// CASE: "*) flush; name=${line#// CASE: }; args=() ;;
+      "// INPUT: "*) args+=("--input=${line#// INPUT: }") ;;
+      "// EXPECT: "*) args+=("--expected-output=${line#// EXPECT: }") ;;
+      "// TOL: "*) read -r a r <<<"${line#// TOL: }"; tol=("--atol=$a" "--rtol=$r") ;;
+    esac
+  done <"$f"
+  flush
+}
+for f in testdata/eval/numpy_scaled_dot*.hlo; do
+  name=$(basename "$f" .hlo)
+  if "$xhloc" --target=host -o "$t/$name" "$f" >"$t/out" 2>"$t/err"; then
+    run_cases "$f" "$t/$name"
+  else
+    bad "$name: xhloc --target=host failed"
   fi
 done
 
