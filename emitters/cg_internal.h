@@ -9,9 +9,12 @@
  * - Indices are i64 LLVM values.  A multi-index has one entry per logical
  *   dimension of the shape (dimension order, not layout order).
  * - A value in a register has the element type's register type
- *   (cg_reg_type): pred is i1, integers iN (signedness comes from the
- *   ElemType), f16 half, bf16 bfloat, f32 float, f64 double.  In memory pred
- *   is one byte 0/1 (cg_mem_type i8); loads and stores convert.
+ *   (cg_reg_type): pred is i1, integers iN of their width (s4 is i4;
+ *   signedness comes from the ElemType), f16 half, bf16 bfloat, f32 float,
+ *   f64 double, the f8 types i8 and f4e2m1fn i4 (their encodings), c64
+ *   <2 x float> and c128 <2 x double> (real, imaginary).  In
+ *   memory pred and the sub-byte types take one byte each (cg_mem_type i8,
+ *   value in the low bits); loads and stores convert.
  * - Array pointers are in the global address space (CG_AS_GLOBAL: 1 on
  *   NVPTX, 0 on the host); cg_ptr_type gives that pointer type.
  * - Every function that can fail returns NULL / false with an error in d at
@@ -47,9 +50,20 @@ enum { CG_AS_GENERIC = 0, CG_AS_GLOBAL = 1, CG_AS_SHARED = 3, CG_AS_CONST = 4 };
 /*
  * llvm_util.c: types, constants, small IR helpers
  */
-bool cg_et_supported(ElemType et);       /* pred, ints s8..u64, f16 bf16 f32 f64 */
+/* pred, ints s2..u64, f16 bf16 f32 f64, the f8 types, f4e2m1fn, c64 and
+ * c128. */
+bool cg_et_supported(ElemType et);
+/* The floats of 8 bits or fewer (f8*, f4e2m1fn): no LLVM float type; their
+ * registers are iN holding the encoding (elemental_fp.c decodes and encodes
+ * them). */
+bool cg_et_is_bitfloat(ElemType et);
 LLVMTypeRef cg_reg_type(Codegen *cg, ElemType et);
+/* One byte for pred and the sub-byte types (s2 s4 u2 u4 f4e2m1fn), whose
+ * value is in the low bits, the upper bits zero, as in lib/hlo literals. */
 LLVMTypeRef cg_mem_type(Codegen *cg, ElemType et);
+/* A value loaded as cg_mem_type to its register type, and back. */
+LLVMValueRef cg_from_mem(Codegen *cg, ElemType et, LLVMValueRef v);
+LLVMValueRef cg_to_mem(Codegen *cg, ElemType et, LLVMValueRef v);
 LLVMTypeRef cg_ptr_type(Codegen *cg);    /* pointer in CG_AS_GLOBAL */
 LLVMTypeRef cg_i64(Codegen *cg);
 LLVMTypeRef cg_i32(Codegen *cg);
@@ -216,6 +230,11 @@ LLVMValueRef cg_elemental_dus(CgElemental *e, Codegen *cg, Diag *d,
 LLVMValueRef cg_elemental_reduce_window(CgElemental *e, Codegen *cg, Diag *d,
                                         const HloInstr *x, int which,
                                         LLVMValueRef const *idx);
+/* elemental_sas.c: select-and-scatter of the elemental emitter (called by
+ * elemental.c), the output element at idx. */
+LLVMValueRef cg_elemental_select_and_scatter(CgElemental *e, Codegen *cg, Diag *d,
+                                             const HloInstr *x,
+                                             LLVMValueRef const *idx);
 /* An integer index value of type et as i64 (u64 over INT64_MAX saturates,
  * as lib/eval's ev_get_index). */
 LLVMValueRef cg_index_to_i64(Codegen *cg, ElemType et, LLVMValueRef v);
@@ -310,6 +329,10 @@ bool cg_is_topk(const HloInstr *i);
 bool cg_emit_topk_kernel(Codegen *cg, const HloInstr *instr,
                          const HloInstr *hero, const char *name,
                          LaunchDims *ld, Diag *d);
+/* rng_kernel.c: hero is a rng-bit-generator (the root of a lone fusion). */
+bool cg_emit_rng_kernel(Codegen *cg, const HloInstr *instr,
+                        const HloInstr *hero, const char *name,
+                        LaunchDims *ld, Diag *d);
 
 /* transpose_kernel.c (c5), GPU only: the hero of a fusion the tiled
  * transpose kernel takes (a transpose or layout-changing copy swapping the
@@ -353,6 +376,26 @@ LLVMValueRef cg_float_compare(Codegen *cg, ElemType et, CmpDir dir,
  * (float->int saturating with NaN -> 0, bf16 rounding to nearest even). */
 LLVMValueRef cg_emit_convert(Codegen *cg, ElemType from, ElemType to,
                              LLVMValueRef v);
+/*
+ * elemental_fp.c: float operations on the bits
+ */
+/* reduce-precision of a register value of float type et to dst_e exponent
+ * and dst_m mantissa bits, in et's own format (fp_reduce.c). */
+LLVMValueRef cg_emit_reduce_precision(Codegen *cg, ElemType et, LLVMValueRef v,
+                                      int dst_e, int dst_m);
+/* A bitfloat register value (cg_et_is_bitfloat) as the f32 it encodes. */
+LLVMValueRef cg_bitfloat_to_f32(Codegen *cg, ElemType et, LLVMValueRef v);
+/* An f32 or f64 value encoded as bitfloat type et (one rounding, fp.c's
+ * rules). */
+LLVMValueRef cg_bitfloat_from_double(Codegen *cg, ElemType et, LLVMValueRef x);
+
+/*
+ * elemental_complex.c: c64 / c128 elementwise ops
+ */
+/* Op `op` of i (operand types in, result type out) on register values v;
+ * NULL when the op is not one of the complex ops supported. */
+LLVMValueRef cg_complex_op(Codegen *cg, const HloInstr *i, LLVMValueRef const *v);
+
 /* An elementwise op (hlo_op_is_elementwise) of i applied to register values
  * ops (one per operand of i, of the operands' element types).  NULL with an
  * error at i->loc when the op or its types are not supported. */

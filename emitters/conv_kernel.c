@@ -62,7 +62,8 @@ static ElemType acc_type(ElemType et) {
   switch (et_class(et)) {
   case ETC_FLOAT:
     if (et == ET_F64) return ET_F64;
-    if (et == ET_F32 || et == ET_F16 || et == ET_BF16) return ET_F32;
+    if (et == ET_F32 || et == ET_F16 || et == ET_BF16 || cg_et_is_bitfloat(et))
+      return ET_F32;
     return ET_INVALID;
   case ETC_SINT: return ET_S64;
   case ETC_UINT: return ET_U64;
@@ -188,7 +189,7 @@ static LLVMValueRef acc_zero(Conv *t) {
 static LLVMValueRef finish(Conv *t, LLVMValueRef acc) {
   Codegen *cg = t->cg;
   LLVMBuilderRef b = cg->b;
-  int bits = et_bytes(t->et) * 8;
+  int bits = et_bits(t->et);
   if (et_class(t->et) == ETC_SINT && bits < 64) {
     LLVMValueRef lo = i64c(t, -((int64_t)1 << (bits - 1)));
     LLVMValueRef hi = i64c(t, ((int64_t)1 << (bits - 1)) - 1);

@@ -60,11 +60,13 @@ static bool mark_dims(const I64List *l, int rank, bool *used, int *out) {
 }
 
 static ElemType acc_type(ElemType et) {
+  if (cg_et_is_bitfloat(et))        /* f8, f4: in f32, as lib/eval */
+    return ET_F32;
   switch (et) {
   case ET_F16: case ET_BF16: case ET_F32: return ET_F32;
   case ET_F64: return ET_F64;
-  case ET_S8: case ET_S16: case ET_S32: return ET_S32;
-  case ET_U8: case ET_U16: case ET_U32: return ET_U32;
+  case ET_S2: case ET_S4: case ET_S8: case ET_S16: case ET_S32: return ET_S32;
+  case ET_U2: case ET_U4: case ET_U8: case ET_U16: case ET_U32: return ET_U32;
   case ET_S64: return ET_S64;
   case ET_U64: return ET_U64;
   default: return ET_INVALID;

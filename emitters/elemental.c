@@ -466,9 +466,10 @@ static LLVMValueRef emit_constant(CgElemental *e, const HloInstr *x,
   LLVMValueRef p = LLVMBuildInBoundsGEP2(cg->b, it, g, &lin, 1, "");
   LLVMValueRef v = LLVMBuildLoad2(cg->b, it, p, "");
   LLVMSetAlignment(v, (unsigned)eb);
-  if (x->shape->et == ET_PRED)
-    return LLVMBuildICmp(cg->b, LLVMIntNE, v, LLVMConstInt(it, 0, false), "");
-  return LLVMBuildBitCast(cg->b, v, cg_reg_type(cg, x->shape->et), "");
+  ElemType et = x->shape->et;
+  if (et == ET_PRED || et_bits(et) < 8)
+    return cg_from_mem(cg, et, v);
+  return LLVMBuildBitCast(cg->b, v, cg_reg_type(cg, et), "");
 }
 
 static LLVMValueRef emit_elementwise(CgElemental *e, const HloInstr *x,
@@ -657,7 +658,9 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
     return cg_elemental_dus(e, cg, e->d, x, idx);
   case HLO_PAD: case HLO_CONCATENATE:
     return emit_selected(e, x, idx);
-  case HLO_REDUCE_PRECISION: case HLO_STOCHASTIC_CONVERT:
+  case HLO_SELECT_AND_SCATTER:
+    return cg_elemental_select_and_scatter(e, cg, e->d, x, idx);
+  case HLO_STOCHASTIC_CONVERT:
     return fail(e, x, "unsupported op");
   default:
     if (hlo_op_is_elementwise(x->op))

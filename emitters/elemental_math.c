@@ -72,8 +72,12 @@ static LLVMValueRef f32_to_bf16(Codegen *cg, LLVMValueRef f) {
   return LLVMBuildBitCast(b, r, LLVMBFloatTypeInContext(cg->ctx), "");
 }
 
-/* The compute type of a float: f16 and bf16 widen to f32. */
+/* The compute type of a float: f16, bf16 and the bitfloats (f8, f4) widen
+ * to f32; a bitfloat result is encoded from the f32 (or f64) value in one
+ * rounding. */
 static LLVMValueRef to_compute(Codegen *cg, ElemType et, LLVMValueRef v) {
+  if (cg_et_is_bitfloat(et))
+    return cg_bitfloat_to_f32(cg, et, v);
   if (et == ET_F16)
     return LLVMBuildFPExt(cg->b, v, f32t(cg), "");
   if (et == ET_BF16)
@@ -82,6 +86,8 @@ static LLVMValueRef to_compute(Codegen *cg, ElemType et, LLVMValueRef v) {
 }
 
 static LLVMValueRef from_compute(Codegen *cg, ElemType et, LLVMValueRef v) {
+  if (cg_et_is_bitfloat(et))
+    return cg_bitfloat_from_double(cg, et, v);
   if (et == ET_F16)
     return LLVMBuildFPTrunc(cg->b, v, LLVMHalfTypeInContext(cg->ctx), "");
   if (et == ET_BF16)
@@ -165,12 +171,12 @@ LLVMValueRef cg_emit_convert(Codegen *cg, ElemType from, ElemType to,
       LLVMValueRef x = to_compute(cg, from, v);
       char name[64];
       snprintf(name, sizeof name, "llvm.fpto%ci.sat.i%d.%s",
-               tc == ETC_SINT ? 's' : 'u', et_bytes(to) * 8,
+               tc == ETC_SINT ? 's' : 'u', et_bits(to),
                from == ET_F64 ? "f64" : "f32");
       LLVMTypeRef xt = LLVMTypeOf(x);
       return cg_call_named(cg, name, tt, 1, &xt, &x);
     }
-    int fw = et_bytes(from) * 8, tw = et_bytes(to) * 8;
+    int fw = et_bits(from), tw = et_bits(to);
     if (fw == tw)
       return v;
     if (fw > tw)
@@ -178,8 +184,10 @@ LLVMValueRef cg_emit_convert(Codegen *cg, ElemType from, ElemType to,
     return fc == ETC_SINT ? LLVMBuildSExt(b, v, tt, "")
                           : LLVMBuildZExt(b, v, tt, "");
   }
-  /* to a float */
-  LLVMTypeRef ct = to == ET_F64 ? f64t(cg) : f32t(cg);
+  /* to a float; a bitfloat is encoded from the exact double (integers of
+   * up to 53 bits are exact there) */
+  bool wide = to == ET_F64 || cg_et_is_bitfloat(to);
+  LLVMTypeRef ct = wide ? f64t(cg) : f32t(cg);
   LLVMValueRef x;
   if (fc == ETC_PRED || fc == ETC_UINT) {
     x = LLVMBuildUIToFP(b, v, ct, "");
@@ -190,8 +198,7 @@ LLVMValueRef cg_emit_convert(Codegen *cg, ElemType from, ElemType to,
     if (to == ET_F16 && from == ET_F64)
       return LLVMBuildFPTrunc(b, x, tt, "");
     if (LLVMTypeOf(x) != ct)
-      x = to == ET_F64 ? LLVMBuildFPExt(b, x, ct, "")
-                       : LLVMBuildFPTrunc(b, x, ct, "");
+      x = wide ? LLVMBuildFPExt(b, x, ct, "") : LLVMBuildFPTrunc(b, x, ct, "");
   }
   return from_compute(cg, to, x);
 }

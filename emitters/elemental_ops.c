@@ -62,10 +62,13 @@ static LLVMValueRef int_pow(Codegen *cg, bool sg, LLVMValueRef a,
   }
   if (!sg)
     return r;
+  /* a negative exponent: 0, 1 for a base of 1, +-1 for a base of -1 (the
+   * power computed above is right for +-1) */
   LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, e, iconst(e, 0), "");
-  LLVMValueRef one = LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntEQ, a, iconst(a, 1), ""),
-                                   LLVMTypeOf(a), "");
-  return LLVMBuildSelect(b, neg, one, r, "");
+  LLVMValueRef unit = LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, a, iconst(a, 1), ""),
+                                  LLVMBuildICmp(b, LLVMIntEQ, a, iconst(a, -1), ""), "");
+  LLVMValueRef small = LLVMBuildSelect(b, unit, r, iconst(a, 0), "");
+  return LLVMBuildSelect(b, neg, small, r, "");
 }
 
 static LLVMValueRef int_shift(Codegen *cg, HloOp op, bool sg, LLVMValueRef a,
@@ -178,13 +181,13 @@ static LLVMValueRef compare(Codegen *cg, const HloInstr *i, ElemType et,
   bool sg = et_is_signed_int(et);
   if (et_is_float(et)) {
     /* total order: signed bits, negative values with the magnitude flipped */
-    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)et_bytes(et) * 8);
+    LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)et_bits(et));
     LLVMValueRef k[2];
     LLVMValueRef in[2] = {x, y};
     for (int j = 0; j < 2; j++) {
       LLVMValueRef s = LLVMBuildBitCast(b, in[j], it, "");
       LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, s, LLVMConstInt(it, 0, false), "");
-      LLVMValueRef flip = LLVMBuildXor(b, s, LLVMConstInt(it, ~0ULL >> (65 - et_bytes(et) * 8), false), "");
+      LLVMValueRef flip = LLVMBuildXor(b, s, LLVMConstInt(it, ~0ULL >> (65 - et_bits(et)), false), "");
       k[j] = LLVMBuildSelect(b, neg, flip, s, "");
     }
     x = k[0];
@@ -230,11 +233,24 @@ LLVMValueRef cg_emit_elementwise(Codegen *cg, const HloInstr *i,
       return unsupported(i, i->ops[k]->shape->et, d);
   if (!cg_et_supported(out))
     return unsupported(i, out, d);
+  if (et_is_complex(et) || et_is_complex(out) || i->op == HLO_COMPLEX) {
+    if (i->op == HLO_SELECT && i->nops == 3)
+      return LLVMBuildSelect(cg->b, ops[0], ops[1], ops[2], "");
+    LLVMValueRef r = cg_complex_op(cg, i, ops);
+    return r ? r : unsupported(i, et_is_complex(et) ? et : out, d);
+  }
   switch (i->op) {
   case HLO_CONVERT:
     return cg_emit_convert(cg, et, out, ops[0]);
+  case HLO_REDUCE_PRECISION:
+    if (!et_is_float(et) || et == ET_F8E8M0FNU || et == ET_F4E2M1FN ||
+        i->exponent_bits < 1 || i->mantissa_bits < 0 || i->exponent_bits > 64 ||
+        i->mantissa_bits > 64)
+      return unsupported(i, et, d);
+    return cg_emit_reduce_precision(cg, et, ops[0], (int)i->exponent_bits,
+                                    (int)i->mantissa_bits);
   case HLO_BITCAST_CONVERT:
-    if (et_bytes(et) != et_bytes(out))
+    if (et_bits(et) != et_bits(out))
       return unsupported(i, et, d);
     return bitcast_convert(cg, et, out, ops[0]);
   case HLO_SELECT:

@@ -13,10 +13,16 @@ bool cg_et_supported(ElemType et) {
   case ET_PRED: case ET_S8: case ET_S16: case ET_S32: case ET_S64:
   case ET_U8: case ET_U16: case ET_U32: case ET_U64:
   case ET_F16: case ET_BF16: case ET_F32: case ET_F64:
+  case ET_S2: case ET_S4: case ET_U2: case ET_U4:
+  case ET_C64: case ET_C128:
     return true;
   default:
-    return false;
+    return cg_et_is_bitfloat(et);
   }
+}
+
+bool cg_et_is_bitfloat(ElemType et) {
+  return et_is_float(et) && et_bits(et) <= 8;
 }
 
 LLVMTypeRef cg_reg_type(Codegen *cg, ElemType et) {
@@ -26,14 +32,31 @@ LLVMTypeRef cg_reg_type(Codegen *cg, ElemType et) {
   case ET_BF16: return LLVMBFloatTypeInContext(cg->ctx);
   case ET_F32: return LLVMFloatTypeInContext(cg->ctx);
   case ET_F64: return LLVMDoubleTypeInContext(cg->ctx);
-  default: return LLVMIntTypeInContext(cg->ctx, (unsigned)et_bytes(et) * 8);
+  case ET_C64: return LLVMVectorType(LLVMFloatTypeInContext(cg->ctx), 2);
+  case ET_C128: return LLVMVectorType(LLVMDoubleTypeInContext(cg->ctx), 2);
+  default: return LLVMIntTypeInContext(cg->ctx, (unsigned)et_bits(et));
   }
 }
 
 LLVMTypeRef cg_mem_type(Codegen *cg, ElemType et) {
-  if (et == ET_PRED)
+  if (et == ET_PRED || et_bits(et) < 8)
     return LLVMInt8TypeInContext(cg->ctx);
   return cg_reg_type(cg, et);
+}
+
+LLVMValueRef cg_from_mem(Codegen *cg, ElemType et, LLVMValueRef v) {
+  if (et == ET_PRED)
+    return LLVMBuildICmp(cg->b, LLVMIntNE, v,
+                         LLVMConstInt(LLVMInt8TypeInContext(cg->ctx), 0, false), "");
+  if (et_bits(et) < 8)
+    return LLVMBuildTrunc(cg->b, v, cg_reg_type(cg, et), "");
+  return v;
+}
+
+LLVMValueRef cg_to_mem(Codegen *cg, ElemType et, LLVMValueRef v) {
+  if (et == ET_PRED || et_bits(et) < 8)
+    return LLVMBuildZExt(cg->b, v, LLVMInt8TypeInContext(cg->ctx), "");
+  return v;
 }
 
 LLVMTypeRef cg_ptr_type(Codegen *cg) {
@@ -55,9 +78,9 @@ LLVMValueRef cg_const_i32(Codegen *cg, int32_t v) {
 static LLVMValueRef const_from_bits(Codegen *cg, ElemType et, uint64_t raw) {
   if (et == ET_PRED)
     return LLVMConstInt(LLVMInt1TypeInContext(cg->ctx), raw != 0, false);
-  LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)et_bytes(et) * 8);
+  LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, (unsigned)et_bits(et));
   LLVMValueRef c = LLVMConstInt(it, raw, false);
-  if (et_is_float(et))
+  if (et_is_float(et) && !cg_et_is_bitfloat(et))
     c = LLVMConstBitCast(c, cg_reg_type(cg, et));
   return c;
 }
@@ -65,12 +88,28 @@ static LLVMValueRef const_from_bits(Codegen *cg, ElemType et, uint64_t raw) {
 LLVMValueRef cg_const_literal_elem(Codegen *cg, const Literal *l, int64_t k) {
   ElemType et = l->shape->et;
   int eb = et_bytes(et);
+  if (et_is_complex(et)) {            /* (re, im) */
+    LLVMValueRef parts[2];
+    for (int j = 0; j < 2; j++) {
+      uint64_t raw = 0;
+      memcpy(&raw, l->data + k * eb + j * (eb / 2), (size_t)(eb / 2));
+      parts[j] = const_from_bits(cg, et_complex_component(et), raw);
+    }
+    return LLVMConstVector(parts, 2);
+  }
   uint64_t raw = 0;
   memcpy(&raw, l->data + k * eb, (size_t)eb);
   return const_from_bits(cg, et, raw);
 }
 
 LLVMValueRef cg_const_f(Codegen *cg, ElemType et, double v) {
+  if (et_is_complex(et)) {
+    LLVMValueRef parts[2] = {cg_const_f(cg, et_complex_component(et), v),
+                             cg_const_f(cg, et_complex_component(et), 0.0)};
+    return LLVMConstVector(parts, 2);
+  }
+  if (cg_et_is_bitfloat(et))
+    return const_from_bits(cg, et, fp_from_double(et_fp_format(et), v));
   if (et_is_float(et) && et != ET_BF16)
     return LLVMConstReal(cg_reg_type(cg, et), v);
   if (et == ET_BF16)
@@ -163,17 +202,12 @@ LLVMValueRef cg_load_linear(Codegen *cg, LLVMValueRef base, ElemType et,
   LLVMValueRef p = cg_elem_ptr(cg, base, et, linear);
   LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_mem_type(cg, et), p, "");
   LLVMSetAlignment(v, (unsigned)et_bytes(et));
-  if (et == ET_PRED)
-    v = LLVMBuildICmp(cg->b, LLVMIntNE, v,
-                      LLVMConstInt(LLVMInt8TypeInContext(cg->ctx), 0, false),
-                      "");
-  return v;
+  return cg_from_mem(cg, et, v);
 }
 
 void cg_store_linear(Codegen *cg, LLVMValueRef base, ElemType et,
                      LLVMValueRef linear, LLVMValueRef v) {
-  if (et == ET_PRED)
-    v = LLVMBuildZExt(cg->b, v, LLVMInt8TypeInContext(cg->ctx), "");
+  v = cg_to_mem(cg, et, v);
   LLVMValueRef p = cg_elem_ptr(cg, base, et, linear);
   LLVMValueRef st = LLVMBuildStore(cg->b, v, p);
   LLVMSetAlignment(st, (unsigned)et_bytes(et));

@@ -170,7 +170,7 @@ static bool analyze(Red *r, const HloInstr *instr) {
       return diag_error(r->d, h->loc, "reduce operand %d does not match", k);
     r->et[k] = os->et;
     r->out_shape[k] = os;
-    if (!cg_et_supported(os->et) || ks->et != os->et)
+    if (!cg_et_supported(os->et) || et_is_complex(os->et) || ks->et != os->et)
       return diag_error(r->d, h->loc, "reduce of %s to %s is not supported", et_name(ks->et),
                         et_name(os->et));
   }

@@ -28,6 +28,10 @@
  *
  * Computations are processed callers first, so a fusion computation sees
  * its caller's final layouts.
+ *
+ * Sub-byte arrays are kept one element per byte (as literals and xhlo-run's
+ * inputs and outputs hold them): XLA's packing of them (E(4), E(2) in the
+ * layouts of optimized dumps) is dropped first, everywhere.
  */
 #include "passes.h"
 
@@ -406,9 +410,42 @@ static void count_callers(LayoutPass *p, const HloModule *m) {
   }
 }
 
+/* Drops the element size E(n) of sub-byte array leaves of s. */
+static bool unpack_sub_byte(Shape *s) {
+  if (!s)
+    return false;
+  bool changed = false;
+  if (s->et == ET_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++)
+      changed |= unpack_sub_byte(s->tuple[k]);
+    return changed;
+  }
+  if (s->layout && s->layout->element_size_bits > 0 && et_is_array(s->et) &&
+      et_bits(s->et) < 8) {
+    s->layout->element_size_bits = 0;
+    changed = true;
+  }
+  return changed;
+}
+
+static bool unpack_sub_byte_module(HloModule *m) {
+  bool changed = false;
+  ProgramShape *el = m->entry_layout;
+  if (el) {
+    for (int k = 0; k < el->nparams; k++)
+      changed |= unpack_sub_byte(el->params[k]);
+    changed |= unpack_sub_byte(el->result);
+  }
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++)
+      changed |= unpack_sub_byte(m->comps[c]->instrs[k]->shape);
+  return changed;
+}
+
 bool pass_layout_assignment(HloModule *m, PassContext *ctx) {
   if (!m->entry)
     return false;
+  bool unpacked = unpack_sub_byte_module(m);
   LayoutPass p = {0};
   p.e = ir_begin(m);
   p.m = m;
@@ -436,5 +473,5 @@ bool pass_layout_assignment(HloModule *m, PassContext *ctx) {
   free(p.other_callers);
   free(p.fusion_caller);
   hashmap_free(&p.comp_index);
-  return ir_end(p.e, ok && p.changed);
+  return ir_end(p.e, ok && (p.changed || unpacked));
 }

@@ -78,6 +78,7 @@ static const PipelineStep simplification2_steps[] = {
 PIPELINE(simplification2, "simplification-2", true, simplification2_steps);
 
 static const PipelineStep optimization_steps[] = {
+    PASS("scaled-dot-rewriter"),
     PASS("dot-decomposer"),
     PASS("rng-expander"),
     PASS("comparison-expander"),

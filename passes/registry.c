@@ -40,6 +40,7 @@ static const Pass registry[] = {
     {"reduce-window-rewriter", pass_reduce_window_rewriter},
     {"reshape-mover", pass_reshape_mover},
     {"rng-expander", pass_rng_expander},
+    {"scaled-dot-rewriter", pass_scaled_dot_rewriter},
     {"single-device-collectives", pass_single_device_collectives},
     {"slice-sinker", pass_slice_sinker},
     {"sort-simplifier", pass_sort_simplifier},

@@ -347,7 +347,10 @@ static bool binary_int(HloOp op, bool sg, int w, const uint64_t *a,
     return true;
   case HLO_POWER:
     for (int k = 0; k < n; k++) {
-      if (sg && (int64_t)b[k] < 0) r[k] = a[k] == 1;
+      /* a negative exponent: 0, but 1 for a base of 1 and +-1 for a base
+       * of -1, as XLA's compiled code gives (its evaluator gives 0) */
+      if (sg && (int64_t)b[k] < 0)
+        r[k] = a[k] == 1 ? 1 : (int64_t)a[k] == -1 ? ((b[k] & 1) ? a[k] : 1) : 0;
       else r[k] = ipow(a[k], b[k]);
     }
     return true;
@@ -495,71 +498,28 @@ static bool do_compare(Eval *ev, const HloInstr *i, const EwArg *args,
 }
 
 /*
- * Reduce-precision on the bits of a float (f32 for every float of 32 bits or
- * less, as XLA reduces in the ElementwiseT) or a double.
+ * Reduce-precision on the raw bits, in the operand's own format (f16 is not
+ * widened: XLA's compiled code rounds an f16 subnormal where a widened f32
+ * would flush it), by fp_reduce_precision_bits; bf16 NaNs come back quiet,
+ * as XLA's CPU, which computes bf16 in f32, gives them.
  */
-static uint64_t reduce_precision_bits(uint64_t v, int src_m, int src_e,
-                                      int dst_m, int dst_e, int total,
-                                      bool is_nan, bool *nan_out) {
-  uint64_t all = width_mask(total);
-  if (dst_m < src_m) {
-    uint64_t last = (uint64_t)1 << (src_m - dst_m);
-    uint64_t base_bias = (last >> 1) - 1;
-    uint64_t x_last = (v & last) >> (src_m - dst_m);
-    uint64_t trunc_mask = ~(last - 1) & all;
-    v = ((v + x_last + base_bias) & all) & trunc_mask;
-  }
-  if (dst_e < src_e) {
-    uint64_t sign_mask = (uint64_t)1 << (total - 1);
-    uint64_t exp_mask = (((uint64_t)1 << src_e) - 1) << src_m;
-    uint64_t bias = ((uint64_t)1 << (src_e - 1)) - 1;
-    uint64_t rbias = ((uint64_t)1 << (dst_e - 1)) - 1;
-    uint64_t rmax = bias + rbias, rmin = bias - rbias;
-    uint64_t xe = v & exp_mask;
-    bool over = xe > (rmax << src_m);
-    bool under = xe <= (rmin << src_m);
-    uint64_t zero = v & sign_mask, inf = zero | exp_mask;
-    if (over) v = inf;
-    if (under) v = zero;
-  }
-  *nan_out = is_nan;
-  return v;
-}
-
 static bool do_reduce_precision(Eval *ev, const HloInstr *i, const EwArg *a,
                                 ElemType out_et, uint8_t *out, int64_t n) {
   ElemType et = a->et;
-  if (!et_is_float(et)) return bad_type(ev, i, et);
+  if (!et_is_float(et) || et == ET_F8E8M0FNU || et == ET_F4E2M1FN || out_et != et)
+    return bad_type(ev, i, et);
   int dm = (int)i->mantissa_bits, de = (int)i->exponent_bits;
   if (de < 1 || dm < 0 || de > 64 || dm > 64)
     return ev_fail(ev, i, EVAL_ERR_INVALID, "bad exponent/mantissa bits");
-  LaneBuf x;
-  for (int64_t s = 0; s < n; s += LANE_CHUNK) {
-    int c = n - s < LANE_CHUNK ? (int)(n - s) : LANE_CHUNK;
-    ev_lane_load(et, a->p, s, c, a->scalar, &x);
-    for (int k = 0; k < c; k++) {
-      bool nan;
-      if (et == ET_F64) {
-        uint64_t bits;
-        memcpy(&bits, &x.d[k], 8);
-        bool isn = x.d[k] != x.d[k];
-        bits = reduce_precision_bits(bits, 52, 11, dm, de, 64, isn, &nan);
-        double r;
-        memcpy(&r, &bits, 8);
-        if (nan) r = dm > 0 ? x.d[k] : INFINITY;
-        x.d[k] = r;
-      } else {
-        uint32_t bits;
-        memcpy(&bits, &x.f[k], 4);
-        bool isn = x.f[k] != x.f[k];
-        bits = (uint32_t)reduce_precision_bits(bits, 23, 8, dm, de, 32, isn, &nan);
-        float r;
-        memcpy(&r, &bits, 4);
-        if (nan) r = dm > 0 ? x.f[k] : INFINITY;
-        x.f[k] = r;
-      }
-    }
-    ev_lane_store(out_et, out, s, c, &x);
+  int se, sm, eb = et_bytes(et);
+  fp_widths(et_fp_format(et), &se, &sm);
+  for (int64_t k = 0; k < n; k++) {
+    uint64_t bits = 0;
+    memcpy(&bits, a->p + (a->scalar ? 0 : k) * eb, (size_t)eb);
+    bits = fp_reduce_precision_bits(et_bits(et), se, sm, bits, de, dm);
+    if (et == ET_BF16 && (bits & 0x7fff) > 0x7f80)
+      bits = (bits & 0x8000) | 0x7fc0;
+    memcpy(out + k * eb, &bits, (size_t)eb);
   }
   return true;
 }

@@ -93,6 +93,11 @@ bool fp_has_inf(FpFormat f) { return info_of(f)->spec == SPEC_IEEE; }
 
 bool fp_has_nan(FpFormat f) { return info_of(f)->spec != SPEC_NONE; }
 
+void fp_widths(FpFormat f, int *ebits, int *mbits) {
+  *ebits = info_of(f)->ebits;
+  *mbits = info_of(f)->mbits;
+}
+
 static double bits_to_f64(uint64_t u) {
   double d;
   memcpy(&d, &u, sizeof d);

@@ -196,5 +196,13 @@ uint64_t fp_from_double(FpFormat f, double v);
 void fp_format(StrBuf *b, FpFormat f, uint64_t bits);
 bool fp_has_inf(FpFormat f);
 bool fp_has_nan(FpFormat f);
+/* Exponent and stored mantissa widths of f. */
+void fp_widths(FpFormat f, int *ebits, int *mbits);
+
+/* reduce-precision (fp_reduce.c) on the raw bits v of a float of `total`
+ * bits with src_e exponent and src_m mantissa bits, to dst_e (>= 1) and
+ * dst_m (>= 0) bits, in that same format; XLA's semantics. */
+uint64_t fp_reduce_precision_bits(int total, int src_e, int src_m,
+                                  uint64_t v, int dst_e, int dst_m);
 
 #endif

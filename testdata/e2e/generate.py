@@ -347,6 +347,59 @@ def f(x):
     return jax.lax.cumlogsumexp(x, axis=1)
 args = (jnp.ones((4, 200), jnp.float32),)
 """,
+    "reduce_precision_fused": """
+def f(x, y):
+    h = jax.lax.reduce_precision(x * 3.0 + y, exponent_bits=5, mantissa_bits=2)
+    b = jax.lax.reduce_precision(x.astype(jnp.bfloat16) * 1.7, exponent_bits=4,
+                                 mantissa_bits=3)
+    return h - jnp.sum(h, axis=1, keepdims=True), b
+args = (jnp.ones((48, 80), jnp.float32), jnp.ones((48, 80), jnp.float32))
+""",
+    "f8_scale_cast": """
+def f(x, s, w):
+    q = (x / s).astype(jnp.float8_e4m3fn)
+    k = (x * 1000.0).astype(jnp.float8_e5m2)
+    r = q.astype(jnp.float32) * s + k.astype(jnp.bfloat16).astype(jnp.float32)
+    e = w.astype(jnp.float8_e4m3fnuz).astype(jnp.float16) * 2.0
+    return r, q, jnp.max(e, axis=0)
+args = (jnp.ones((64, 96), jnp.float32), jnp.ones((), jnp.float32),
+        jnp.ones((32, 96), jnp.float8_e5m2))
+""",
+    "int4_dequant": """
+def f(w, s, x, u):
+    wf = w.astype(jnp.float32) * s[None, :]
+    t = (w + w) * 3 - (u.astype(jnp.int4) >> 1)
+    return x * wf + 1.0, t, (u + jnp.uint4(9)).astype(jnp.int32)
+args = (jnp.ones((40, 64), jnp.int4), jnp.ones((64,), jnp.float32),
+        jnp.ones((40, 64), jnp.float32), jnp.ones((40, 64), jnp.uint4))
+""",
+    "maxpool_grad": """
+def f(x, g):
+    pool = lambda v: jax.lax.reduce_window(v, -jnp.inf, jax.lax.max,
+                                           (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+    y, vjp = jax.vjp(pool, x)
+    return vjp(g * y)[0] * 2.0
+args = (jnp.ones((2, 15, 12, 8), jnp.float32), jnp.ones((2, 8, 6, 8), jnp.float32))
+""",
+    "complex_elementwise": """
+jax.config.update("jax_enable_x64", True)   # c128
+def f(x, y, t, z):
+    w = x * y + jnp.conj(x) / (y + 2.0)
+    r = jnp.exp(1j * t.astype(jnp.complex64)) * jnp.abs(w)
+    s = jnp.sum(w, axis=1)
+    return w, r, s, jnp.real(w) - jnp.imag(r), (z * z - z / (z + 3.0)).astype(jnp.complex64)
+args = (jnp.ones((24, 40), jnp.complex64), jnp.ones((24, 40), jnp.complex64),
+        jnp.ones((24, 40), jnp.float32), jnp.ones((16,), jnp.complex128))
+""",
+    "rng_bits": """
+jax.config.update("jax_enable_x64", True)   # u64 keys and bits
+def f(k):
+    s1, a = jax.lax.rng_bit_generator(k, (33, 20), jnp.uint32)
+    s2, b = jax.lax.rng_bit_generator(s1, (7, 9), jnp.uint64,
+                                      algorithm=jax.lax.RandomAlgorithm.RNG_PHILOX)
+    return s2, a ^ jnp.uint32(5), b
+args = (jnp.ones((2,), jnp.uint64),)
+""",
 }
 
 # name -> python source defining f and args, lowered for CUDA.

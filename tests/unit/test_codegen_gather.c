@@ -317,15 +317,15 @@ Test(codegen_gather, u64_huge_index) {
              "}\n", in, out);
 }
 
-Test(codegen_gather, complex_refused) {
-  check_refused("HloModule m\n"
+Test(codegen_gather, complex_gather) {
+  check("HloModule m\n"
                 "ENTRY e {\n"
                 "  x = c64[4]{0} parameter(0)\n"
                 "  i = s32[2]{0} parameter(1)\n"
                 "  ROOT g = c64[2]{0} gather(x, i), offset_dims={},"
                 " collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1,"
                 " slice_sizes={1}\n"
-                "}\n", "gather");
+                "}\n");
 }
 
 /*

@@ -222,9 +222,9 @@ Test(codegen_window, variadic_argmax_pool) {
 Test(codegen_window, reducer_with_unsupported_op_is_refused) {
   check_refused("HloModule m\n"
                 "red { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"
-                "  ROOT r = f32[] reduce-precision(a), exponent_bits=5, mantissa_bits=10 }\n"
+                "  ROOT r = f32[] custom-call(a), custom_call_target=\"foo\" }\n"
                 "ENTRY e { x = f32[4] parameter(0)\n c = f32[] constant(0)\n"
                 "  ROOT w = f32[2] reduce-window(x, c), window={size=2 stride=2},"
                 " to_apply=red }\n",
-                "reduce-precision");
+                "custom-call");
 }
