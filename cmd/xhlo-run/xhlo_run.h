@@ -58,6 +58,10 @@ Literal **gather_inputs(const RunOpts *o, const PtrVec *leaves,
 /* Writes the result leaves (--output or printing) and checks them against
  * --expected-output; returns the exit status. */
 int emit_results(const RunOpts *o, Literal **res, int nres, Arena *a);
+/* The specs of `in` for device dev of a multi-device run: every "{d}"
+ * replaced by its number (heap strings; free with device_specs_free). */
+void device_specs(const StrVec *in, int64_t dev, StrVec *out);
+void device_specs_free(StrVec *v);
 
 /*
  * trace_file.c
