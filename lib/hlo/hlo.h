@@ -266,6 +266,8 @@ typedef struct ReplicaGroups {
   I64List iota_group_shape;       /* iota form: [num_groups, group_size] */
   I64List iota_reshape_dims;      /* <=[...] */
   I64List iota_transpose_perm;    /* T(...); n == 0 when absent */
+  char *mesh_text;                /* mesh form as written (printed as is);
+                                     the iota fields hold its groups */
 } ReplicaGroups;
 
 /* sharding={...}.  Tuple shardings hold their elements. */

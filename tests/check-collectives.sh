@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# check-collectives.sh - the multi-device cases of testdata/collectives/:
+# each NAME/ holds a per-device module (XLA's optimized HLO from JAX over 4
+# CPU devices), every device's arguments in{K}.{D}.npy and XLA's results
+# out{K}.{D}.npy.  xhlo-run runs all devices of the module on the
+# interpreter ({d} in the specs names each device's files) and must match
+# XLA's results on every device.
+#
+# Run from the repository root; the binaries are in ${XHLOC_BIN:-build/bin}.
+set -u
+bin=${XHLOC_BIN:-build/bin}
+dir=${XHLOC_COLLECTIVES_TESTDATA:-testdata/collectives}
+run=$bin/xhlo-run
+passed=0
+failed=0
+
+if [ ! -x "$run" ]; then
+  echo "check-collectives: FAIL: $run is missing (run make)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+for case in "$dir"/*/; do
+  case=${case%/}
+  [ -f "$case/module.hlo" ] || continue
+  args=()
+  k=0
+  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
+  k=0
+  while [ -f "$case/out$k.0.npy" ]; do
+    args+=("--expected-output=@$case/out$k.{d}.npy")
+    k=$((k + 1))
+  done
+  if [ "$k" -eq 0 ]; then
+    failed=$((failed + 1))
+    echo "FAIL: $case: no expected outputs"
+    continue
+  fi
+  out=$("$run" --platform=interpreter "$case/module.hlo" "${args[@]}" \
+        --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $case (exit $rc):"
+    printf '%s\n' "$out" | head -n 8 | sed 's/^/    /'
+  fi
+done
+
+echo "check-collectives: $passed passed, $failed failed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
