@@ -48,6 +48,18 @@ for case in "$dir"/*/; do
   fi
 done
 
+# Printed results name their device; a spec without {d} is every device's.
+case=$dir/cr_all_reduce_groups
+out=$("$run" "$case/module.hlo" --input="@$case/in0.0.npy" 2>&1)
+if [ $? -eq 0 ] && printf '%s\n' "$out" | grep -qx "device 3 (replica 3, partition 0):" &&
+   printf '%s\n' "$out" | grep -qx "u32\[\] 2"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL: printed results of $case:"
+  printf '%s\n' "$out" | head -n 8 | sed 's/^/    /'
+fi
+
 echo "check-collectives: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

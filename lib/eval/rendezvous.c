@@ -107,7 +107,8 @@ EvalMeet *ev_meet_join(Eval *ev, const HloInstr *i, const int64_t *members,
   }
   pthread_mutex_lock(&w->mu);
   EvalMeet *m = NULL;
-  bool ok = !w->aborted;
+  bool ok = !w->aborted, mine = false;
+  int arrived = 0;
   for (EvalMeet *a = w->active; ok && a && !m; a = a->next) {
     if (a->i != i || a->complete) continue;
     bool same = a->n == n, overlap = false;
@@ -156,7 +157,7 @@ EvalMeet *ev_meet_join(Eval *ev, const HloInstr *i, const int64_t *members,
           w->aborted = true;
           w->first_failed = (int)me;
           snprintf(w->why, sizeof w->why, "%s: the devices ran different "
-                   "collectives; no meeting can complete", i->name);
+                   "collectives", i->name);
           pthread_cond_broadcast(&w->cv);
           break;
         }
@@ -164,6 +165,8 @@ EvalMeet *ev_meet_join(Eval *ev, const HloInstr *i, const int64_t *members,
       }
       if (!m->complete) {
         /* abandoned: m stays on the active list, freed with the world */
+        mine = w->first_failed == (int)me;
+        arrived = m->arrived;
         w->nblocked--;
         m->ops[pos] = NULL;
         ok = false;
@@ -174,7 +177,11 @@ EvalMeet *ev_meet_join(Eval *ev, const HloInstr *i, const int64_t *members,
   snprintf(why, sizeof why, "%s", w->why);
   pthread_mutex_unlock(&w->mu);
   if (!ok) {
-    ev_fail(ev, i, EVAL_ERR_INVALID, "the run was abandoned: %s", why);
+    if (mine)
+      ev_fail(ev, i, EVAL_ERR_INVALID, "only %d of its %d devices arrived and no "
+              "other can (the devices ran different collectives)", arrived, n);
+    else
+      ev_fail(ev, i, EVAL_ERR_INVALID, "the run was abandoned: %s", why);
     return NULL;
   }
   *peers = m->ops;
