@@ -5,7 +5,7 @@
  *
  * The participants are the devices of the group holding this one
  * (hlo_collective_participants: XLA's group modes and replica-group forms).
- * They meet (rendezvous.c), and each computes its own result from every
+ * They meet (lib/support/rendezvous.h), and each computes its own result from every
  * member's operands, in group order, so results are the same on every run:
  *   all-reduce       to_apply folded left to right over the members
  *   reduce-scatter   the same, then this member's chunk of dimensions={d}
@@ -45,11 +45,23 @@ typedef struct Coll {
   Eval *ev;
   const HloInstr *i;
   int n, me;                       /* members, this device's index */
-  EvalValue *const *const *peers;  /* per member: its operand values */
+  void *const *peers;              /* per member: its operand values */
 } Coll;
+
+/* Member m's operand values. */
+#define PEER(c, m) ((EvalValue *const *)(c)->peers[m])
 
 static bool bad(Coll *c, const char *what) {
   return ev_fail(c->ev, c->i, EVAL_ERR_INVALID, "%s", what);
+}
+
+/* Shapes that need another number of participants than the group has (a
+ * module whose header does not declare the devices its groups assume). */
+static bool bad_size(Coll *c) {
+  char what[128];
+  snprintf(what, sizeof what, "%s whose shapes need another group size than "
+           "its %d participants", hlo_op_name(c->i->op), c->n);
+  return ev_unsupported(c->ev, c->i, what);
 }
 
 /* Elements before dimension d and from d on (per operand shape). */
@@ -68,13 +80,14 @@ static bool reduce_leaf(Coll *c, int k, EvalValue *out, int d, int chunks) {
   if (out->shape->et != et) return bad(c, "the result type differs from the operand's");
   int64_t outer = 1, inner = ev_elems(os);
   if (chunks > 1) {
-    if (d < 0 || d >= os->rank || os->dims[d] % chunks) return bad(c, "bad scatter dimension");
+    if (d < 0 || d >= os->rank) return bad(c, "bad scatter dimension");
+    if (os->dims[d] % chunks) return bad_size(c);
     split_at(os, d, &outer, &inner);
   }
   int64_t ce = inner / chunks;    /* elements per chunk per outer index */
-  if (outer * ce != ev_elems(out->shape)) return bad(c, "result size does not match");
+  if (outer * ce != ev_elems(out->shape)) return bad_size(c);
   for (int m = 0; m < c->n; m++)
-    if (c->peers[m][k]->nbytes != ev_elems(os) * eb || !c->peers[m][k]->data)
+    if (PEER(c, m)[k]->nbytes != ev_elems(os) * eb || !PEER(c, m)[k]->data)
       return bad(c, "a member's operand does not match the shape");
   ScalarFn *f = c->i->ncalled ? scalar_fn_new(c->ev, c->i->called[0]) : NULL;
   if (!f) return bad(c, "no reduction computation");
@@ -82,11 +95,11 @@ static bool reduce_leaf(Coll *c, int k, EvalValue *out, int d, int chunks) {
   bool ok = scalar_fn_check(c->ev, c->i, f, 2, ets, 1, &et);
   for (int64_t o = 0; ok && o < outer; o++) {
     int64_t src = (o * chunks + (chunks > 1 ? c->me : 0)) * ce, dst = o * ce;
-    memcpy(out->data + dst * eb, c->peers[0][k]->data + src * eb, (size_t)(ce * eb));
+    memcpy(out->data + dst * eb, PEER(c, 0)[k]->data + src * eb, (size_t)(ce * eb));
     for (int m = 1; ok && m < c->n; m++)
       for (int64_t e = 0; e < ce; e++) {
         uint8_t *acc = out->data + (dst + e) * eb;
-        const uint8_t *args[2] = {acc, c->peers[m][k]->data + (src + e) * eb};
+        const uint8_t *args[2] = {acc, PEER(c, m)[k]->data + (src + e) * eb};
         uint8_t *outs[1] = {acc};
         if (!scalar_fn_apply(c->ev, f, args, outs)) {
           ok = false;
@@ -105,11 +118,11 @@ static bool gather_leaf(Coll *c, int k, EvalValue *out, int d) {
   if (d < 0 || d >= os->rank) return bad(c, "bad all-gather dimension");
   int64_t outer, inner;
   split_at(os, d, &outer, &inner);
-  if (out->nbytes != outer * inner * eb * c->n) return bad(c, "result size does not match");
+  if (out->nbytes != outer * inner * eb * c->n) return bad_size(c);
   size_t cb = (size_t)(inner * eb);
   for (int64_t o = 0; o < outer; o++)
     for (int m = 0; m < c->n; m++)
-      memcpy(out->data + (o * c->n + m) * cb, c->peers[m][k]->data + o * cb, cb);
+      memcpy(out->data + (o * c->n + m) * cb, PEER(c, m)[k]->data + o * cb, cb);
   return true;
 }
 
@@ -117,15 +130,16 @@ static bool gather_leaf(Coll *c, int k, EvalValue *out, int d) {
 static bool all_to_all_leaf(Coll *c, int k, EvalValue *out, int d) {
   const Shape *os = c->i->ops[k]->shape;
   int eb = et_bytes(os->et);
-  if (d < 0 || d >= os->rank || os->dims[d] % c->n) return bad(c, "bad all-to-all dimension");
+  if (d < 0 || d >= os->rank) return bad(c, "bad all-to-all dimension");
+  if (os->dims[d] % c->n) return bad_size(c);
   int64_t outer, inner;
   split_at(os, d, &outer, &inner);
-  if (out->nbytes != outer * inner * eb) return bad(c, "result size does not match");
+  if (out->nbytes != outer * inner * eb) return bad_size(c);
   size_t cb = (size_t)(inner / c->n * eb);
   for (int64_t o = 0; o < outer; o++)
     for (int m = 0; m < c->n; m++)
       memcpy(out->data + (o * c->n + m) * cb,
-             c->peers[m][k]->data + (o * c->n + c->me) * cb, cb);
+             PEER(c, m)[k]->data + (o * c->n + c->me) * cb, cb);
   return true;
 }
 
@@ -134,7 +148,7 @@ static bool copy_leaf(Coll *c, EvalValue *out, const EvalValue *src) {
     memset(out->data, 0, (size_t)out->nbytes);
     return true;
   }
-  if (src->nbytes != out->nbytes || !src->data) return bad(c, "result size does not match");
+  if (src->nbytes != out->nbytes || !src->data) return bad_size(c);
   memcpy(out->data, src->data, (size_t)out->nbytes);
   return true;
 }
@@ -169,11 +183,11 @@ static bool compute_leaf(Coll *c, int k, EvalValue *out, int src) {
     return gather_leaf(c, k, out, d);
   case HLO_ALL_TO_ALL:
     if (d >= 0) return all_to_all_leaf(c, k, out, d);
-    return copy_leaf(c, out, c->peers[k][c->me]);
+    return copy_leaf(c, out, PEER(c, k)[c->me]);
   case HLO_COLLECTIVE_BROADCAST:
-    return copy_leaf(c, out, c->peers[0][k]);
+    return copy_leaf(c, out, PEER(c, 0)[k]);
   default: /* collective-permute */
-    return copy_leaf(c, out, src < 0 ? NULL : c->peers[src][k]);
+    return copy_leaf(c, out, src < 0 ? NULL : PEER(c, src)[k]);
   }
 }
 
@@ -201,7 +215,13 @@ static EvalValue *collective_results(Eval *ev, const HloInstr *i,
                                           ev->o.partition_id, &members, why,
                                           sizeof why);
   if (n < 0) {
-    ev_fail(ev, i, EVAL_ERR_INVALID, "%s", why);
+    /* groups naming devices the module does not declare: XLA's verifier
+     * takes them when replica_count and num_partitions are left out */
+    char what[256];
+    snprintf(what, sizeof what, "%s in this run of %lld device%s: %s",
+             hlo_op_name(i->op), (long long)(reps * parts), reps * parts == 1 ? "" : "s",
+             why);
+    ev_unsupported(ev, i, what);
     return NULL;
   }
   Coll c = {.ev = ev, .i = i, .n = (int)n, .me = -1};
@@ -214,19 +234,23 @@ static EvalValue *collective_results(Eval *ev, const HloInstr *i,
             "participant: %d operands, %lld participants", i->nops, (long long)n);
     return NULL;
   }
-  EvalMeet *meet = NULL;
-  EvalValue *const *own[1] = {a};
+  RdvMeet *meet = NULL;
+  void *own[1] = {(void *)a};
   if (n == 1) {
     c.peers = own;
   } else if (!ev->o.world) {
     free(members);
-    ev_fail(ev, i, EVAL_ERR_INVALID, "%lld devices take part but the run has "
-            "only this one (replica_count and num_partitions)", (long long)n);
+    char what[128];
+    snprintf(what, sizeof what, "%s across %lld devices in a run of one device",
+             hlo_op_name(i->op), (long long)n);
+    ev_unsupported(ev, i, what);
     return NULL;
   } else {
-    meet = ev_meet_join(ev, i, members, (int)n, a, &c.peers);
+    meet = rdv_join(ev->o.world, i, i->name, members, (int)n, self, (void *)a,
+                    &c.peers, why, sizeof why);
     if (!meet) {
       free(members);
+      ev_fail(ev, i, EVAL_ERR_INVALID, "%s", why);
       return NULL;
     }
   }
@@ -241,7 +265,7 @@ static EvalValue *collective_results(Eval *ev, const HloInstr *i,
          compute_leaf(&c, k, el[k], src);
     if (!shape_is_array(ls)) ev_fail(ev, i, EVAL_ERR_INVALID, "collective results must be arrays");
   }
-  if (meet) ev_meet_leave(ev, meet);
+  if (meet) rdv_leave(ev->o.world, meet);
   free(members);
   EvalValue *r = NULL;
   if (ok) r = rs->et == ET_TUPLE ? ev_tuple(ev, rs, nres, el) : ev_ref(el[0]);

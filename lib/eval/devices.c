@@ -1,8 +1,8 @@
 /*
  * devices.c - a run over every device of a module: replica_count x
  * num_partitions instances of the entry computation, one thread each, with
- * its own interpreter state, arguments and result arena, sharing one
- * EvalWorld where collectives meet (rendezvous.c).  Device d is replica
+ * its own interpreter state, arguments and result arena, meeting at
+ * collectives (lib/support/rendezvous.h).  Device d is replica
  * d / num_partitions, partition d % num_partitions.
  */
 #include <pthread.h>
@@ -34,7 +34,7 @@ typedef struct DeviceRun {
 static void *device_main(void *arg) {
   DeviceRun *r = arg;
   r->ok = eval_module(r->m, r->nargs, r->args, r->out, &r->o, &r->result, &r->d, &r->st);
-  ev_world_exit(r->o.world, r->dev, !r->ok, r->d.msg);
+  rdv_exit(r->o.world, r->dev, !r->ok, r->d.msg);
   return NULL;
 }
 
@@ -54,7 +54,7 @@ bool eval_module_devices(const HloModule *m, int nargs,
     return diag_error(d, (Loc){0}, "%lld devices are more than the interpreter runs "
                       "(at most 4096)", (long long)n);
   int64_t parts = m->num_partitions > 0 ? m->num_partitions : 1;
-  EvalWorld *w = ev_world_new((int)n);
+  Rendezvous *w = rdv_new((int)n);
   DeviceRun *runs = xcalloc((size_t)n, sizeof *runs);
   int started = 0;
   for (int k = 0; k < n; k++) {
@@ -71,7 +71,7 @@ bool eval_module_devices(const HloModule *m, int nargs,
     if (base.mem_budget > 0) r->o.mem_budget = base.mem_budget / n > 0 ? base.mem_budget / n : 1;
     if (pthread_create(&r->thread, NULL, device_main, r) != 0) {
       /* the ones started cannot meet the missing ones: they are abandoned */
-      for (int j = k; j < n; j++) ev_world_exit(w, j, true, "no thread for the device");
+      for (int j = k; j < n; j++) rdv_exit(w, j, true, "no thread for the device");
       break;
     }
     started++;
@@ -79,7 +79,7 @@ bool eval_module_devices(const HloModule *m, int nargs,
   for (int k = 0; k < started; k++) pthread_join(runs[k].thread, NULL);
   bool ok = started == n;
   for (int k = 0; k < started; k++) ok &= runs[k].ok;
-  int bad = ev_world_first_failed(w);
+  int bad = rdv_first_failed(w);
   if (!ok) {
     if (bad < 0 || bad >= started) {
       diag_error(d, (Loc){0}, "device %d: could not start a thread", started);
@@ -99,6 +99,6 @@ bool eval_module_devices(const HloModule *m, int nargs,
     diag_clear(&runs[k].d);
   }
   free(runs);
-  ev_world_free(w);
+  rdv_free(w);
   return ok;
 }

@@ -36,16 +36,15 @@ typedef struct EvalStatus {
   int64_t peak_bytes;             /* peak bytes of live values (also on success) */
 } EvalStatus;
 
-typedef struct EvalWorld EvalWorld;
-
 typedef struct EvalOptions {
   int64_t mem_budget;             /* bytes of live values; <= 0: unlimited */
   double time_budget;             /* seconds; <= 0: unlimited */
   uint64_t rng_seed;              /* seed of the `rng` op's generator */
   int64_t replica_id, partition_id; /* for replica-id / partition-id */
-  /* The devices of a multi-device run (eval_module_devices sets it); NULL:
-   * this device is alone, and collectives with more participants fail. */
-  struct EvalWorld *world;
+  /* The devices of a multi-device run meet here (eval_module_devices sets
+   * it; lib/support/rendezvous.h); NULL: this device is alone, and
+   * collectives with more participants fail. */
+  struct Rendezvous *world;
 } EvalOptions;
 
 void eval_options_default(EvalOptions *o);
@@ -82,6 +81,18 @@ bool eval_module_devices(const HloModule *m, int nargs,
                          Literal *const *const *args, Arena *const *outs,
                          const EvalOptions *o, Literal **results, Diag *d,
                          EvalStatus *st);
+
+/*
+ * combine.c: XLA's reduction kinds on raw element buffers (the compiled
+ * all-reduce and reduce-scatter): acc[k] = acc[k] op x[k] for n elements of
+ * type et, rounded to the type as the op in that type would be.
+ */
+typedef enum EvalCombine {
+  EVAL_COMBINE_SUM, EVAL_COMBINE_PRODUCT, EVAL_COMBINE_MIN, EVAL_COMBINE_MAX,
+} EvalCombine;
+bool eval_combine_supported(ElemType et);   /* pred, integers, real floats */
+void eval_combine(ElemType et, EvalCombine op, uint8_t *acc, const uint8_t *x,
+                  int64_t n);
 
 /*
  * io.c: literal I/O for the drivers.

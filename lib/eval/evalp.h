@@ -27,6 +27,7 @@
 #include <complex.h>
 
 #include "eval.h"
+#include "../support/rendezvous.h"
 
 /* C11's CMPLX/CMPLXF build a complex from parts without arithmetic (so
  * infinities and NaNs stay as given); glibc's <complex.h> defines them
@@ -275,25 +276,6 @@ EvalValue *eval_batch_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_collective(Eval *ev, const HloInstr *i, EvalValue *const *a);
 bool ev_is_collective_op(HloOp op);
 
-/* rendezvous.c: where the devices of a multi-device run meet */
-typedef struct EvalMeet EvalMeet;
-EvalWorld *ev_world_new(int ndev);
-void ev_world_free(EvalWorld *w);
-/* A device's run has ended (failed: its message in why); wakes the
- * others, and a failure abandons every pending meeting. */
-void ev_world_exit(EvalWorld *w, int dev, bool failed, const char *why);
-/* The device whose failure ended the run; -1 when none did. */
-int ev_world_first_failed(const EvalWorld *w);
-/* Joins collective i with the devices `members` (flattened ids in group
- * order, this device among them) bringing this device's operand values;
- * returns once every member has joined, with *peers[k] member k's operand
- * values.  Read them, then call ev_meet_leave (always, also after an error
- * of one's own).  NULL with the error set when the run was abandoned. */
-EvalMeet *ev_meet_join(Eval *ev, const HloInstr *i, const int64_t *members,
-                       int n, EvalValue *const *ops,
-                       EvalValue *const *const **peers);
-/* Leaves a meeting; returns once every member has left. */
-void ev_meet_leave(Eval *ev, EvalMeet *m);
 
 /* ragged_all_to_all.c: ragged-all-to-all on one participant */
 EvalValue *eval_ragged_all_to_all(Eval *ev, const HloInstr *i,

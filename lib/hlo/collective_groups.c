@@ -112,24 +112,20 @@ void hlo_replica_groups_free(int n, int64_t **groups, int64_t *sizes) {
   free(sizes);
 }
 
-int hlo_collective_participants(const HloInstr *i, int64_t replicas,
-                                int64_t partitions, int64_t replica,
-                                int64_t partition, int64_t **devices,
-                                char *why, size_t nwhy) {
+int hlo_group_participants(CollectiveGroupMode mode, int ng,
+                           int64_t *const *groups, const int64_t *sizes,
+                           int64_t replicas, int64_t partitions,
+                           int64_t replica, int64_t partition,
+                           int64_t **devices, char *why, size_t nwhy) {
   *devices = NULL;
-  CollectiveGroupMode mode;
-  if (!hlo_collective_group_mode(i, &mode)) {
-    snprintf(why, nwhy, "use_global_device_ids=true needs a channel_id");
-    return -1;
-  }
-  int64_t **groups, *sizes;
-  int ng = hlo_replica_groups_expand(i->replica_groups, &groups, &sizes);
   /* the id this device has in the groups' meaning, and how many there are */
   int64_t me = mode == CGM_CROSS_PARTITION ? partition
              : mode == CGM_FLATTENED_ID ? replica * partitions + partition
              : replica;
   int64_t nids = mode == CGM_CROSS_PARTITION ? partitions
                : mode == CGM_FLATTENED_ID ? replicas * partitions : replicas;
+  const char *idname = mode == CGM_CROSS_PARTITION ? "partition"
+                     : mode == CGM_FLATTENED_ID ? "device" : "replica";
   const int64_t *ids = NULL;
   int64_t n = 0, *all = NULL;
   if (ng == 0) {
@@ -152,9 +148,7 @@ int hlo_collective_participants(const HloInstr *i, int64_t replicas,
   }
   int64_t count = -1;
   if (!ids) {
-    snprintf(why, nwhy, "the replica groups do not hold %s %lld (%s)",
-             mode == CGM_CROSS_PARTITION ? "partition"
-             : mode == CGM_FLATTENED_ID ? "device" : "replica",
+    snprintf(why, nwhy, "the replica groups do not hold %s %lld (%s)", idname,
              (long long)me, hlo_collective_group_mode_name(mode));
     goto out;
   }
@@ -163,9 +157,7 @@ int hlo_collective_participants(const HloInstr *i, int64_t replicas,
   for (int64_t k = 0; k < n; k++) {
     if (ids[k] < 0 || ids[k] >= nids) {
       snprintf(why, nwhy, "the replica groups name %s %lld, but there are "
-               "%lld (%s)", mode == CGM_CROSS_PARTITION ? "partition"
-               : mode == CGM_FLATTENED_ID ? "device" : "replica",
-               (long long)ids[k], (long long)nids,
+               "%lld (%s)", idname, (long long)ids[k], (long long)nids,
                hlo_collective_group_mode_name(mode));
       free(dev);
       goto out;
@@ -185,6 +177,23 @@ int hlo_collective_participants(const HloInstr *i, int64_t replicas,
   count = n * per;
 out:
   free(all);
-  hlo_replica_groups_free(ng, groups, sizes);
   return count;
+}
+
+int hlo_collective_participants(const HloInstr *i, int64_t replicas,
+                                int64_t partitions, int64_t replica,
+                                int64_t partition, int64_t **devices,
+                                char *why, size_t nwhy) {
+  *devices = NULL;
+  CollectiveGroupMode mode;
+  if (!hlo_collective_group_mode(i, &mode)) {
+    snprintf(why, nwhy, "use_global_device_ids=true needs a channel_id");
+    return -1;
+  }
+  int64_t **groups, *sizes;
+  int ng = hlo_replica_groups_expand(i->replica_groups, &groups, &sizes);
+  int n = hlo_group_participants(mode, ng, groups, sizes, replicas, partitions,
+                                 replica, partition, devices, why, nwhy);
+  hlo_replica_groups_free(ng, groups, sizes);
+  return n;
 }

@@ -603,6 +603,13 @@ int hlo_collective_participants(const HloInstr *i, int64_t replicas,
                                 int64_t partitions, int64_t replica,
                                 int64_t partition, int64_t **devices,
                                 char *why, size_t nwhy);
+/* The same for explicit groups (as hlo_replica_groups_expand gives them)
+ * read in the given mode. */
+int hlo_group_participants(CollectiveGroupMode mode, int ngroups,
+                           int64_t *const *groups, const int64_t *sizes,
+                           int64_t replicas, int64_t partitions,
+                           int64_t replica, int64_t partition,
+                           int64_t **devices, char *why, size_t nwhy);
 
 /*
  * shape_inference.c: the result shape an instruction's operands and
