@@ -3,7 +3,7 @@
  * instruction (thunk_emitter.c adds the slices and shapes): all-reduce,
  * all-gather, reduce-scatter, all-to-all (array and tuple forms),
  * collective-permute (and the -start forms of all-reduce, all-gather and
- * collective-permute), replica-id and partition-id.
+ * collective-permute), collective-broadcast, replica-id and partition-id.
  *
  * The reduction must be one XLA's runtimes know (MatchReductionComputation:
  * a root add, multiply, minimum or maximum of the two parameters, and/or of
@@ -55,6 +55,7 @@ bool collective_desc(Arena *a, const HloModule *m, const HloInstr *i,
   case HLO_COLLECTIVE_PERMUTE: case HLO_COLLECTIVE_PERMUTE_START:
     c->kind = COLL_COLLECTIVE_PERMUTE;
     break;
+  case HLO_COLLECTIVE_BROADCAST: c->kind = COLL_COLLECTIVE_BROADCAST; break;
   case HLO_REPLICA_ID: c->kind = COLL_REPLICA_ID; return true;
   case HLO_PARTITION_ID: c->kind = COLL_PARTITION_ID; return true;
   default:

@@ -19,12 +19,13 @@
  *   custom-call "TopK"                -> a kernel thunk (topk_kernel.c)
  *   all-reduce, all-gather, reduce-   -> a collective thunk (collective_desc.c)
  *   scatter, all-to-all, collective-     with its operand and result slices
- *   permute, replica-id, partition-id
+ *   permute, collective-broadcast,
+ *   replica-id, partition-id
  *   constant                          -> no thunk; its bytes (in the shape's
  *                                        physical order) go into its allocation
  *   parameter, tuple, get-tuple-element, bitcast, after-all, ...
  *                                     -> nothing (they only name buffers)
- *   anything else (custom-call, infeed, collectives, ...)
+ *   anything else (custom-call, infeed, ragged-all-to-all, ...)
  *                                     -> an error at the instruction
  *
  * Then the entry's parameter and result leaves, the input_output_alias copies
@@ -468,15 +469,11 @@ static bool is_unsupported(HloOp op) {
   switch (op) {
   case HLO_CUSTOM_CALL: case HLO_INFEED: case HLO_OUTFEED: case HLO_SEND:
   case HLO_SEND_DONE: case HLO_RECV: case HLO_RECV_DONE: case HLO_CALL:
-  case HLO_ALL_GATHER: case HLO_ALL_GATHER_START: case HLO_ALL_GATHER_DONE:
-  case HLO_ALL_REDUCE: case HLO_ALL_REDUCE_START: case HLO_ALL_REDUCE_DONE:
-  case HLO_ALL_TO_ALL: case HLO_RAGGED_ALL_TO_ALL: case HLO_REDUCE_SCATTER:
-  case HLO_COLLECTIVE_BROADCAST: case HLO_COLLECTIVE_PERMUTE:
-  case HLO_COLLECTIVE_PERMUTE_START: case HLO_COLLECTIVE_PERMUTE_DONE:
-  case HLO_COLLECTIVE_REDUCE: case HLO_ASYNC_START: case HLO_ASYNC_UPDATE:
+  case HLO_RAGGED_ALL_TO_ALL: case HLO_COLLECTIVE_REDUCE:
+  case HLO_ASYNC_START: case HLO_ASYNC_UPDATE:
   case HLO_ASYNC_DONE: case HLO_COPY_START: case HLO_COPY_DONE:
-  case HLO_DOMAIN: case HLO_RNG_GET_AND_UPDATE_STATE: case HLO_REPLICA_ID:
-  case HLO_PARTITION_ID: case HLO_RNG: case HLO_RNG_BIT_GENERATOR:
+  case HLO_DOMAIN: case HLO_RNG_GET_AND_UPDATE_STATE:
+  case HLO_RNG: case HLO_RNG_BIT_GENERATOR:
   case HLO_SET_DIMENSION_SIZE: case HLO_GET_DIMENSION_SIZE:
   case HLO_DYNAMIC_RESHAPE: case HLO_BATCH_NORM_GRAD:
   case HLO_BATCH_NORM_INFERENCE: case HLO_BATCH_NORM_TRAINING:
@@ -610,6 +607,7 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   case HLO_ALL_REDUCE: case HLO_ALL_GATHER: case HLO_REDUCE_SCATTER:
   case HLO_ALL_TO_ALL: case HLO_COLLECTIVE_PERMUTE: case HLO_REPLICA_ID:
   case HLO_PARTITION_ID: case HLO_ALL_REDUCE_START: case HLO_ALL_GATHER_START:
+  case HLO_COLLECTIVE_BROADCAST:
   case HLO_COLLECTIVE_PERMUTE_START:
     return emit_collective(e, v, i);
   case HLO_ALL_REDUCE_DONE: case HLO_ALL_GATHER_DONE:

@@ -54,7 +54,6 @@ done
 # Compiled for the host.  What xhloc refuses, as XLA:CPU does or not yet.
 declare -A refused=(
   [hand_all_reduce_custom]="unsupported reduction computation"
-  [hand_collective_broadcast]="unsupported op 'collective-broadcast'"
 )
 xhloc=$bin/xhloc
 tmp=$(mktemp -d)
@@ -106,6 +105,23 @@ for case in "$dir"/*/; do
     printf '%s\n' "$out" | head -n 8 | sed 's/^/    /'
   fi
 done
+
+# Devices that run different collectives fail, compiled too, never hang.
+if "$xhloc" --target=host testdata/eval/hand_collective_deadlock.hlo -o "$tmp/deadlock" \
+     >/dev/null 2>&1; then
+  out=$(timeout 60 "$run" "$tmp/deadlock.thunks" --input="1 2" 2>&1)
+  rc=$?
+else
+  out="xhloc failed"
+  rc=99
+fi
+if [ "$rc" -eq 1 ] && printf '%s' "$out" | grep -qF "only 1 of its 2 devices arrived"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL: the compiled deadlock (exit $rc):"
+  printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
+fi
 
 # Printed results name their device; a spec without {d} is every device's.
 case=$dir/cr_all_reduce_groups

@@ -16,7 +16,8 @@
  *                 "branch_N:" blocks with their nested sequences.
  *   kCommandBuffer "\n" then its commands as a nested sequence, one level
  *                 deeper.
- *   kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute
+ *   kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute,
+ *   kCollectiveBroadcast
  *                 ", replica_groups = {{0,1},{2,3}}" (or
  *                 "source_target_pairs = {{0,1}}"), then the group mode,
  *                 channel_id, reduction or dimension where they apply,
@@ -198,7 +199,7 @@ static bool check_thunk(Checker *c, const Thunk *t, int depth) {
 static bool check_collective(Checker *c, const CollDesc *cd) {
   if (!cd)
     return diag_error(c->d, noloc(), "collective thunk without its description");
-  if ((unsigned)cd->kind > COLL_PARTITION_ID || (unsigned)cd->reduction > COLL_MAX ||
+  if ((unsigned)cd->kind >= COLL_NKINDS || (unsigned)cd->reduction > COLL_MAX ||
       cd->mode < 0 || cd->mode > 3 || cd->n < 0 || cd->replica_count < 1 ||
       cd->num_partitions < 1)
     return diag_error(c->d, noloc(), "malformed collective thunk");
@@ -322,7 +323,7 @@ bool artifact_validate(const Artifact *a, Diag *d) {
 const char *coll_kind_name(int kind) {
   static const char *const names[] = {
       "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-      "collective-permute", "replica-id", "partition-id"};
+      "collective-permute", "replica-id", "partition-id", "collective-broadcast"};
   return kind >= 0 && kind < (int)ARRAY_LEN(names) ? names[kind] : "?";
 }
 
@@ -341,8 +342,8 @@ const char *coll_mode_name(int mode) {
 static const char *coll_thunk_name(const CollDesc *c) {
   static const char *const names[] = {
       "kAllReduce", "kAllGather", "kReduceScatter", "kAllToAll",
-      "kCollectivePermute", "kReplicaId", "kPartitionId"};
-  return c && (unsigned)c->kind <= COLL_PARTITION_ID ? names[c->kind] : "kUnknown";
+      "kCollectivePermute", "kReplicaId", "kPartitionId", "kCollectiveBroadcast"};
+  return c && (unsigned)c->kind < COLL_NKINDS ? names[c->kind] : "kUnknown";
 }
 
 static const char *kind_name(const Thunk *t) {

@@ -17,6 +17,7 @@
  *                   operand `me` of member m as result m (tuple form)
  *   collective-permute  the operand of the member whose pair targets this
  *                   one, zeros when none does
+ *   collective-broadcast  the first member's operands
  *   replica-id, partition-id  this device's number, u32
  */
 #include <stdlib.h>
@@ -33,6 +34,11 @@ struct CollExec {
 
 static bool err(Diag *d, const Thunk *t, const char *fmt, const char *what) {
   return diag_error(d, (Loc){0}, fmt, t->annotation ? t->annotation : "?", what);
+}
+
+/* At run time the executor names the thunk after the message. */
+static bool run_err(Diag *d, const char *what) {
+  return diag_error(d, (Loc){0}, "%s", what);
 }
 
 static Shape *parse(Arena *a, const Thunk *t, const char *text, int64_t size,
@@ -140,12 +146,12 @@ static bool compute(const CollExec *x, const Meet *mt, int k, int src,
     outer = 1, inner = shape_elements(is);
     if (chunks > 1) {
       if (dim < 0 || dim >= is->rank || is->dims[dim] % chunks)
-        return err(d, x->t, "collective thunk '%s': %s", "bad scatter dimension");
+        return run_err(d, "bad scatter dimension");
       split_at(is, dim, &outer, &inner);
     }
     int64_t ce = inner / chunks;
     if (outer * ce * eb != x->out_bytes[k])
-      return err(d, x->t, "collective thunk '%s': %s", "result size does not match");
+      return run_err(d, "result size does not match");
     for (int64_t o = 0; o < outer; o++) {
       int64_t s0 = (o * chunks + (chunks > 1 ? mt->me : 0)) * ce * eb;
       uint8_t *dst = out + o * ce * eb;
@@ -157,11 +163,11 @@ static bool compute(const CollExec *x, const Meet *mt, int k, int src,
   }
   case COLL_ALL_GATHER: {
     if (dim < 0 || dim >= is->rank)
-      return err(d, x->t, "collective thunk '%s': %s", "bad all-gather dimension");
+      return run_err(d, "bad all-gather dimension");
     split_at(is, dim, &outer, &inner);
     size_t cb = (size_t)(inner * eb);
     if ((int64_t)cb * outer * n != x->out_bytes[k])
-      return err(d, x->t, "collective thunk '%s': %s", "result size does not match");
+      return run_err(d, "result size does not match");
     for (int64_t o = 0; o < outer; o++)
       for (int m = 0; m < n; m++)
         memcpy(out + (o * n + m) * cb, PEER(mt, m, k) + o * cb, cb);
@@ -170,15 +176,15 @@ static bool compute(const CollExec *x, const Meet *mt, int k, int src,
   case COLL_ALL_TO_ALL:
     if (dim < 0) {
       if (x->in_bytes[mt->me] != x->out_bytes[k])
-        return err(d, x->t, "collective thunk '%s': %s", "result size does not match");
+        return run_err(d, "result size does not match");
       memcpy(out, PEER(mt, k, mt->me), (size_t)x->out_bytes[k]);
       return true;
     }
     if (dim >= is->rank || is->dims[dim] % n)
-      return err(d, x->t, "collective thunk '%s': %s", "bad all-to-all dimension");
+      return run_err(d, "bad all-to-all dimension");
     split_at(is, dim, &outer, &inner);
     if (outer * inner * eb != x->out_bytes[k])
-      return err(d, x->t, "collective thunk '%s': %s", "result size does not match");
+      return run_err(d, "result size does not match");
     {
       size_t cb = (size_t)(inner / n * eb);
       for (int64_t o = 0; o < outer; o++)
@@ -186,12 +192,17 @@ static bool compute(const CollExec *x, const Meet *mt, int k, int src,
           memcpy(out + (o * n + m) * cb, PEER(mt, m, k) + (o * n + mt->me) * cb, cb);
     }
     return true;
+  case COLL_COLLECTIVE_BROADCAST:
+    if (x->in_bytes[k] != x->out_bytes[k])
+      return run_err(d, "result size does not match");
+    memcpy(out, PEER(mt, 0, k), (size_t)x->out_bytes[k]);
+    return true;
   case COLL_COLLECTIVE_PERMUTE:
     if (src < 0) memset(out, 0, (size_t)x->out_bytes[k]);
     else memcpy(out, PEER(mt, src, k), (size_t)x->out_bytes[k]);
     return true;
   default:
-    return err(d, x->t, "collective thunk '%s': %s", "unknown collective");
+    return run_err(d, "unknown collective");
   }
 }
 
@@ -209,15 +220,14 @@ bool coll_run(const CollExec *x, Platform *p, Rendezvous *w, int64_t replica,
   int n = hlo_group_participants((CollectiveGroupMode)c->mode, c->ngroups, c->groups,
                                  c->group_sizes, c->replica_count, c->num_partitions,
                                  replica, partition, &members, why, sizeof why);
-  if (n < 0) return err(d, t, "collective thunk '%s': %s", why);
+  if (n < 0) return run_err(d, why);
   int64_t self = replica * c->num_partitions + partition;
   Meet mt = {.n = n, .me = -1};
   for (int k = 0; k < n; k++)
     if (members[k] == self) mt.me = k;
   if (c->kind == COLL_ALL_TO_ALL && c->dim < 0 && c->n != n) {
     free(members);
-    return err(d, t, "collective thunk '%s': %s",
-               "a tuple all-to-all needs one operand per participant");
+    return run_err(d, "a tuple all-to-all needs one operand per participant");
   }
   uint8_t **mine = xcalloc((size_t)c->n + 1, sizeof *mine);
   uint8_t **res = xcalloc((size_t)c->n + 1, sizeof *res);
@@ -230,12 +240,12 @@ bool coll_run(const CollExec *x, Platform *p, Rendezvous *w, int64_t replica,
     mt.peers = own;
   } else if (ok && !w) {
     snprintf(why, sizeof why, "%d devices take part but the run has only this one", n);
-    ok = err(d, t, "collective thunk '%s': %s", why);
+    ok = run_err(d, why);
   } else if (ok) {
     void *const *brought;
     meet = rdv_join(w, t, t->annotation ? t->annotation : "collective", members, n, self,
                     mine, &brought, why, sizeof why);
-    if (!meet) ok = err(d, t, "collective thunk '%s': %s", why);
+    if (!meet) ok = run_err(d, why);
     mt.peers = (uint8_t *const *const *)brought;
   }
   int src = -1;

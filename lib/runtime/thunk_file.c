@@ -815,12 +815,12 @@ static bool read_collective(Rd *r, Thunk *t, int depth) {
   t->kind = THUNK_COLLECTIVE;
   CollDesc *c = ARENA_NEW(r->ar, CollDesc);
   t->coll = c;
-  const char *kinds[COLL_PARTITION_ID + 1], *reds[COLL_MAX + 1], *modes[4];
-  for (int k = 0; k <= COLL_PARTITION_ID; k++) kinds[k] = coll_kind_name(k);
+  const char *kinds[COLL_NKINDS], *reds[COLL_MAX + 1], *modes[4];
+  for (int k = 0; k < COLL_NKINDS; k++) kinds[k] = coll_kind_name(k);
   for (int k = 0; k <= COLL_MAX; k++) reds[k] = coll_reduction_name(k);
   for (int k = 0; k < 4; k++) modes[k] = coll_mode_name(k);
   int kind = 0, red = 0, mode = 0;
-  if (!(lit(r, "op=") && name_of(r, kinds, COLL_PARTITION_ID + 1, "a collective", &kind) &&
+  if (!(lit(r, "op=") && name_of(r, kinds, COLL_NKINDS, "a collective", &kind) &&
         lit(r, " annotation=") && str(r, &t->annotation) &&
         lit(r, " reduction=") && name_of(r, reds, COLL_MAX + 1, "a reduction", &red) &&
         lit(r, " dim=") && num(r, -1, 63, &c->dim) &&

@@ -77,6 +77,8 @@ typedef enum ThunkKind {
 typedef enum CollKind {
   COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL,
   COLL_COLLECTIVE_PERMUTE, COLL_REPLICA_ID, COLL_PARTITION_ID,
+  COLL_COLLECTIVE_BROADCAST,
+  COLL_NKINDS
 } CollKind;
 
 /* The reduction of all-reduce and reduce-scatter (XLA's ReductionKind; and
