@@ -17,11 +17,15 @@
  *   custom-call to a library (GEMM or  -> a gemm or conv thunk with its
  *   convolution, backend_config.h)        descriptor (libcall_lower.c)
  *   custom-call "TopK"                -> a kernel thunk (topk_kernel.c)
+ *   all-reduce, all-gather, reduce-   -> a collective thunk (collective_desc.c)
+ *   scatter, all-to-all, collective-     with its operand and result slices
+ *   permute, collective-broadcast,
+ *   replica-id, partition-id
  *   constant                          -> no thunk; its bytes (in the shape's
  *                                        physical order) go into its allocation
  *   parameter, tuple, get-tuple-element, bitcast, after-all, ...
  *                                     -> nothing (they only name buffers)
- *   anything else (custom-call, infeed, collectives, ...)
+ *   anything else (custom-call, infeed, ragged-all-to-all, ...)
  *                                     -> an error at the instruction
  *
  * Then the entry's parameter and result leaves, the input_output_alias copies
@@ -29,6 +33,8 @@
  * checksum.
  */
 #include "thunk_emitter.h"
+
+#include "collective_desc.h"
 
 #include "../lib/eval/eval.h"
 #include "../lib/hlo/backend_config.h"
@@ -466,15 +472,10 @@ static bool is_unsupported(HloOp op) {
   switch (op) {
   case HLO_CUSTOM_CALL: case HLO_INFEED: case HLO_OUTFEED: case HLO_SEND:
   case HLO_SEND_DONE: case HLO_RECV: case HLO_RECV_DONE: case HLO_CALL:
-  case HLO_ALL_GATHER: case HLO_ALL_GATHER_START: case HLO_ALL_GATHER_DONE:
-  case HLO_ALL_REDUCE: case HLO_ALL_REDUCE_START: case HLO_ALL_REDUCE_DONE:
-  case HLO_ALL_TO_ALL: case HLO_RAGGED_ALL_TO_ALL: case HLO_REDUCE_SCATTER:
-  case HLO_COLLECTIVE_BROADCAST: case HLO_COLLECTIVE_PERMUTE:
-  case HLO_COLLECTIVE_PERMUTE_START: case HLO_COLLECTIVE_PERMUTE_DONE:
-  case HLO_COLLECTIVE_REDUCE: case HLO_ASYNC_START: case HLO_ASYNC_UPDATE:
+  case HLO_RAGGED_ALL_TO_ALL: case HLO_COLLECTIVE_REDUCE:
+  case HLO_ASYNC_START: case HLO_ASYNC_UPDATE:
   case HLO_ASYNC_DONE: case HLO_COPY_START: case HLO_COPY_DONE:
-  case HLO_DOMAIN: case HLO_RNG_GET_AND_UPDATE_STATE: case HLO_REPLICA_ID:
-  case HLO_PARTITION_ID: case HLO_RNG:
+  case HLO_DOMAIN: case HLO_RNG_GET_AND_UPDATE_STATE: case HLO_RNG:
   case HLO_SET_DIMENSION_SIZE: case HLO_GET_DIMENSION_SIZE:
   case HLO_DYNAMIC_RESHAPE: case HLO_BATCH_NORM_GRAD:
   case HLO_BATCH_NORM_INFERENCE: case HLO_BATCH_NORM_TRAINING:
@@ -522,6 +523,80 @@ static bool emit_libcall(Emitter *e, ThunkVec *v, const HloInstr *i,
   return true;
 }
 
+static char *leaf_text(Arena *a, const Shape *s);
+
+/* A collective thunk: its description, and one operand and result slice
+ * (with its shape) per operand; replica-id and partition-id: the result. */
+static bool emit_collective(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  Arena *ar = e->a->arena;
+  CollDesc *c = ARENA_NEW(ar, CollDesc);
+  if (!collective_desc(ar, e->m, i, c, e->d))
+    return false;
+  bool ids = c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID;
+  c->n = ids ? 0 : i->nops;
+  int nout = ids ? 1 : i->nops;
+  /* the results: the shape itself, or for all-gather-start and
+   * collective-permute-start element 1 of (operands, results, contexts...) */
+  bool start = i->op == HLO_ALL_GATHER_START || i->op == HLO_COLLECTIVE_PERMUTE_START;
+  const Shape *rs = i->shape;
+  int first = 0;                  /* leaf number of the first result */
+  if (start) {
+    if (!shape_is_tuple(rs) || rs->ntuple < 2)
+      return diag_error(e->d, i->loc, "'%s': a malformed %s shape", i->name,
+                        hlo_op_name(i->op));
+    first = shape_leaf_count(rs->tuple[0]);
+    rs = rs->tuple[1];
+  }
+  int nres = shape_is_tuple(rs) ? rs->ntuple : 1;
+  if (!ids && nres != i->nops)
+    return diag_error(e->d, i->loc, "'%s': %d results for %d operands", i->name,
+                      nres, i->nops);
+  c->in = ARENA_ARRAY(ar, BufSlice, c->n + 1);
+  c->in_shape = ARENA_ARRAY(ar, char *, c->n + 1);
+  c->out = ARENA_ARRAY(ar, BufSlice, nout);
+  c->out_shape = ARENA_ARRAY(ar, char *, nout);
+  for (int k = 0; k < c->n; k++) {
+    if (!slice_of(e, i->ops[k], 0, &c->in[k]))
+      return false;
+    c->in_shape[k] = leaf_text(ar, i->ops[k]->shape);
+  }
+  for (int k = 0; k < nout; k++) {
+    if (!slice_of(e, i, first + k, &c->out[k]))
+      return false;
+    c->out_shape[k] = leaf_text(ar, shape_is_tuple(rs) ? rs->tuple[k] : rs);
+  }
+  /* a -start's operand leaves hold its operands */
+  for (int k = 0; k < first && k < i->nops; k++) {
+    BufSlice dst;
+    if (!slice_of(e, i, k, &dst))
+      return false;
+    if (!slice_equal(dst, c->in[k]))
+      push_copy(e, v, i, c->in[k], dst);
+  }
+  Thunk *t = new_thunk(v, THUNK_COLLECTIVE, e, i);
+  t->coll = c;
+  return true;
+}
+
+/* all-reduce-done, all-gather-done, collective-permute-done: the -start's
+ * results, copied where the -done's buffer is another. */
+static bool emit_collective_done(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  const HloInstr *s = i->nops == 1 ? i->ops[0] : NULL;
+  if (!s)
+    return diag_error(e->d, i->loc, "'%s' needs its -start", i->name);
+  int first = s->op == HLO_ALL_REDUCE_START || !shape_is_tuple(s->shape)
+                  ? 0 : shape_leaf_count(s->shape->tuple[0]);
+  int n = shape_leaf_count(i->shape);
+  for (int k = 0; k < n; k++) {
+    BufSlice src, dst;
+    if (!slice_of(e, s, first + k, &src) || !slice_of(e, i, k, &dst))
+      return false;
+    if (!slice_equal(src, dst))
+      push_copy(e, v, i, src, dst);
+  }
+  return true;
+}
+
 static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   if (is_forwarding(i->op))
     return true;
@@ -531,6 +606,15 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   case HLO_COPY: return emit_copy(e, v, i);
   case HLO_WHILE: return emit_while(e, v, i);
   case HLO_CONDITIONAL: return emit_conditional(e, v, i);
+  case HLO_ALL_REDUCE: case HLO_ALL_GATHER: case HLO_REDUCE_SCATTER:
+  case HLO_ALL_TO_ALL: case HLO_COLLECTIVE_PERMUTE: case HLO_REPLICA_ID:
+  case HLO_PARTITION_ID: case HLO_ALL_REDUCE_START: case HLO_ALL_GATHER_START:
+  case HLO_COLLECTIVE_BROADCAST:
+  case HLO_COLLECTIVE_PERMUTE_START:
+    return emit_collective(e, v, i);
+  case HLO_ALL_REDUCE_DONE: case HLO_ALL_GATHER_DONE:
+  case HLO_COLLECTIVE_PERMUTE_DONE:
+    return emit_collective_done(e, v, i);
   default: break;
   }
   LibCallTarget target = libcall_target(i);

@@ -53,7 +53,7 @@ static bool should_wrap(const HloInstr *i) {
   case HLO_COLLECTIVE_PERMUTE_DONE: case HLO_COLLECTIVE_REDUCE:
   case HLO_REDUCE_SCATTER: case HLO_RNG_GET_AND_UPDATE_STATE:
   case HLO_GET_DIMENSION_SIZE: case HLO_SET_DIMENSION_SIZE:
-  case HLO_DYNAMIC_RESHAPE:
+  case HLO_DYNAMIC_RESHAPE: case HLO_REPLICA_ID: case HLO_PARTITION_ID:
     return false;
   default:
     break;

@@ -104,20 +104,19 @@ ENTRY e {
   ROOT g = (f32[4]{0}) get-tuple-element(i), index=0
 }
 HLO
-# A collective of several replicas (on one device, single-device-collectives
-# makes it the identity instead).
+# an all-reduce of two replicas whose reduction XLA's runtimes do not know
 cat >"$t/all_reduce.hlo" <<'HLO'
 HloModule m, replica_count=2
 
-add {
+sub {
   a = f32[] parameter(0)
   b = f32[] parameter(1)
-  ROOT s = f32[] add(a, b)
+  ROOT s = f32[] subtract(a, b)
 }
 
 ENTRY e {
   p = f32[4]{0} parameter(0)
-  ROOT r = f32[4]{0} all-reduce(p), to_apply=add
+  ROOT r = f32[4]{0} all-reduce(p), to_apply=sub
 }
 HLO
 # send/recv need a peer (or the host): on one device they stay an error.

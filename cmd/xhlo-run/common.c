@@ -88,3 +88,27 @@ int emit_results(const RunOpts *o, Literal **res, int nres, Arena *a) {
   }
   return status;
 }
+
+void device_specs(const StrVec *in, int64_t dev, StrVec *out) {
+  memset(out, 0, sizeof *out);
+  char num[24];
+  snprintf(num, sizeof num, "%lld", (long long)dev);
+  for (int k = 0; k < in->len; k++) {
+    StrBuf b;
+    sb_init(&b);
+    for (const char *s = in->data[k]; *s;) {
+      if (strncmp(s, "{d}", 3) == 0) {
+        sb_puts(&b, num);
+        s += 3;
+      } else {
+        sb_putc(&b, *s++);
+      }
+    }
+    vec_push(out, b.s ? b.s : xstrdup(""));
+  }
+}
+
+void device_specs_free(StrVec *v) {
+  for (int k = 0; k < v->len; k++) free(v->data[k]);
+  vec_free(v);
+}

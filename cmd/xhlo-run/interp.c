@@ -3,6 +3,13 @@
  * (a .hlo file, or the original HLO embedded in a .thunks artifact) and runs
  * its entry computation on the reference interpreter (lib/eval), within the
  * memory and time budgets.
+ *
+ * A module with replica_count x num_partitions > 1 runs on that many
+ * devices (threads, meeting at collectives).  Each device d takes its own
+ * --input, --output and --expected-output specs: "{d}" in a spec stands for
+ * d (@x.{d}.npy); a spec without it is the same for every device.  Printed
+ * results are preceded by a line naming the device; --random-inputs gives
+ * device d the seed SEED + d.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +24,24 @@ static int64_t default_budget(void) {
   return (int64_t)pages * size / 2;
 }
 
+/* Per device: its specs, inputs, arguments and results. */
+typedef struct DevIo {
+  RunOpts o;
+  StrVec inputs, outputs, expected;
+  Literal **leaf_vals, **args, **res;
+  Arena *out;
+} DevIo;
+
+static void devio_free(DevIo *io) {
+  device_specs_free(&io->inputs);
+  device_specs_free(&io->outputs);
+  device_specs_free(&io->expected);
+  free(io->leaf_vals);
+  free(io->args);
+  free(io->res);
+  if (io->out) arena_free(io->out);
+}
+
 int run_interpreter(const RunOpts *o, const SrcFile *src) {
   int status = 1;
   Diag d = {0};
@@ -24,8 +49,9 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   int nm = 0;
   PtrVec leaves = {0};
   Arena *arena = arena_new();
-  Literal **leaf_vals = NULL, **args = NULL, **res = NULL;
   int64_t *bounds = NULL;
+  DevIo *io = NULL;
+  int64_t ndev = 0;
   const char *path = src->name;
   ParseOptions popts = {.strip_glog_prefixes = true};
   nm = hlo_parse(src, &popts, &mods, &d);
@@ -40,6 +66,13 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     fprintf(stderr, "xhlo-run: %s: the module has no entry computation\n", path);
     goto out;
   }
+  ndev = eval_device_count(m);
+  if (ndev < 1 || ndev > 4096) {
+    fprintf(stderr, "xhlo-run: %s: replica_count x num_partitions is more than the "
+            "4096 devices the interpreter runs\n", path);
+    ndev = 0;
+    goto out;
+  }
 
   /* entry parameter leaves, flattened */
   for (int k = 0; k < entry->nparams; k++) io_shape_leaves(entry->params[k]->shape, &leaves);
@@ -50,28 +83,68 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     int64_t b = shape_is_array(s) ? shape_byte_size(s) : 0;
     need = b < 0 || need > INT64_MAX - b ? INT64_MAX : need + b;
   }
+  need = need > INT64_MAX / ndev ? INT64_MAX : need * ndev;
   if (need > budget) {
     fprintf(stderr, "xhlo-run: %s: the inputs need %lld bytes, more than the memory "
             "budget of %lld bytes (--mem-budget)\n", path, (long long)need, (long long)budget);
     goto out;
   }
   int nb = o->random_inputs ? io_index_bounds(m, &bounds) : 0;
-  leaf_vals = gather_inputs(o, &leaves, bounds, nb, arena, path);
-  if (!leaf_vals) goto out;
-  /* rebuild tuple parameters from the leaves */
-  args = io_entry_args(arena, entry, leaf_vals);
+  io = xcalloc((size_t)ndev, sizeof *io);
+  Literal ***args = xcalloc((size_t)ndev, sizeof *args);
+  Arena **outs = xcalloc((size_t)ndev, sizeof *outs);
+  Literal **results = xcalloc((size_t)ndev, sizeof *results);
+  bool ok = true;
+  for (int64_t k = 0; k < ndev && ok; k++) {
+    DevIo *v = &io[k];
+    device_specs(o->inputs, k, &v->inputs);
+    device_specs(o->outputs, k, &v->outputs);
+    device_specs(o->expected, k, &v->expected);
+    v->o = *o;
+    v->o.inputs = &v->inputs;
+    v->o.outputs = &v->outputs;
+    v->o.expected = &v->expected;
+    v->o.seed = o->seed + (uint64_t)k;
+    v->leaf_vals = gather_inputs(&v->o, &leaves, bounds, nb, arena, path);
+    if (!v->leaf_vals) {
+      if (ndev > 1) fprintf(stderr, "xhlo-run: (the inputs of device %lld)\n", (long long)k);
+      ok = false;
+      break;
+    }
+    /* rebuild tuple parameters from the leaves */
+    v->args = io_entry_args(arena, entry, v->leaf_vals);
+    v->out = arena_new();
+    args[k] = v->args;
+    outs[k] = v->out;
+  }
 
   EvalOptions eo;
   eval_options_default(&eo);
   eo.rng_seed = o->seed;
   eo.mem_budget = budget;
   eo.time_budget = o->time_budget;
-  Literal *result = NULL;
   EvalStatus st;
-  if (!eval_module(m, entry->nparams, args, arena, &eo, &result, &d, &st)) goto diag_out;
-
-  int nres = io_literal_leaves(result, &res);
-  status = emit_results(o, res, nres, arena);
+  if (ok) ok = eval_module_devices(m, entry->nparams, (Literal *const *const *)args, outs,
+                                   &eo, results, &d, &st);
+  free(args);
+  free(outs);
+  if (!ok) {
+    free(results);
+    if (d.has_error) goto diag_out;
+    goto out;
+  }
+  status = 0;
+  int64_t parts = m->num_partitions > 0 ? m->num_partitions : 1;
+  for (int64_t k = 0; k < ndev; k++) {
+    int nres = io_literal_leaves(results[k], &io[k].res);
+    if (ndev > 1 && !o->quiet && !o->outputs->len)
+      printf("device %lld (replica %lld, partition %lld):\n", (long long)k,
+             (long long)(k / parts), (long long)(k % parts));
+    int rc = emit_results(&io[k].o, io[k].res, nres, io[k].out);
+    if (rc && ndev > 1) fprintf(stderr, "xhlo-run: (the results of device %lld)\n", (long long)k);
+    if (rc) status = rc;
+  }
+  free(results);
   goto out;
 diag_out:
   status = 1;
@@ -79,9 +152,8 @@ diag_out:
 out:
   fflush(stdout);
   free(bounds);
-  free(res);
-  free(args);
-  free(leaf_vals);
+  for (int64_t k = 0; io && k < ndev; k++) devio_free(&io[k]);
+  free(io);
   vec_free(&leaves);
   arena_free(arena);
   for (int k = 0; k < nm; k++) hlo_module_free(mods[k]);

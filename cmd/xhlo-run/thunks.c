@@ -288,6 +288,12 @@ int run_thunks(const RunOpts *o, const char *path) {
     status = run_interpreter(o, orig);
     goto out;
   }
+  int64_t replicas, partitions;
+  artifact_devices(a, &replicas, &partitions);
+  if (replicas * partitions > 1) {
+    status = run_thunks_devices(o, path, a, pname, replicas, partitions);
+    goto out;
+  }
   if (orig && (o->compare || o->random_inputs)) {
     ParseOptions popts = {.strip_glog_prefixes = true};
     nm = hlo_parse(orig, &popts, &mods, &d);

@@ -6,6 +6,7 @@
  *   main.c     option parsing, choosing how to run
  *   interp.c   HLO text on the reference interpreter
  *   thunks.c   a compiled artifact (PREFIX.thunks) on the host or a GPU
+ *   devices.c  an artifact of several devices, one thread each, on the host
  *   common.c   inputs, outputs and expected outputs
  *   trace_file.c  writing --trace's file whole or not at all
  */
@@ -48,6 +49,16 @@ int run_interpreter(const RunOpts *o, const SrcFile *src);
 int run_thunks(const RunOpts *o, const char *path);
 
 /*
+ * devices.c: artifacts of modules with several devices
+ */
+/* replica_count and num_partitions from the artifact's original HLO (1
+ * where absent). */
+void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions);
+/* Runs every device of the artifact on the host, one thread each. */
+int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
+                       const char *pname, int64_t replicas, int64_t partitions);
+
+/*
  * common.c
  */
 /* One literal per leaf of `leaves` (shapes; NULL for tokens) from --input
@@ -59,6 +70,10 @@ Literal **gather_inputs(const RunOpts *o, const PtrVec *leaves,
 /* Writes the result leaves (--output or printing) and checks them against
  * --expected-output; returns the exit status. */
 int emit_results(const RunOpts *o, Literal **res, int nres, Arena *a);
+/* The specs of `in` for device dev of a multi-device run: every "{d}"
+ * replaced by its number (heap strings; free with device_specs_free). */
+void device_specs(const StrVec *in, int64_t dev, StrVec *out);
+void device_specs_free(StrVec *v);
 
 /*
  * trace_file.c

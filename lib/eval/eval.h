@@ -41,6 +41,10 @@ typedef struct EvalOptions {
   double time_budget;             /* seconds; <= 0: unlimited */
   uint64_t rng_seed;              /* seed of the `rng` op's generator */
   int64_t replica_id, partition_id; /* for replica-id / partition-id */
+  /* The devices of a multi-device run meet here (eval_module_devices sets
+   * it; lib/support/rendezvous.h); NULL: this device is alone, and
+   * collectives with more participants fail. */
+  struct Rendezvous *world;
 } EvalOptions;
 
 void eval_options_default(EvalOptions *o);
@@ -61,6 +65,34 @@ bool eval_module(const HloModule *m, int nargs, Literal *const *args,
 bool eval_computation(const HloModule *m, const HloComp *c, int nargs,
                       Literal *const *args, Arena *out, const EvalOptions *o,
                       Literal **result, Diag *d, EvalStatus *st);
+
+/*
+ * devices.c: runs the entry computation of m on every device of the module,
+ * replica_count x num_partitions of them (device d is replica d / P,
+ * partition d % P for P partitions), one thread each, meeting at every
+ * collective.  args[d] holds device d's arguments; its result is allocated
+ * in outs[d] and stored in results[d].  The memory budget in o is shared
+ * among the devices.  On failure returns false with the first failing
+ * device's message ("device D: ...") in d.  One device runs on the calling
+ * thread, exactly as eval_module.
+ */
+int64_t eval_device_count(const HloModule *m);
+bool eval_module_devices(const HloModule *m, int nargs,
+                         Literal *const *const *args, Arena *const *outs,
+                         const EvalOptions *o, Literal **results, Diag *d,
+                         EvalStatus *st);
+
+/*
+ * combine.c: XLA's reduction kinds on raw element buffers (the compiled
+ * all-reduce and reduce-scatter): acc[k] = acc[k] op x[k] for n elements of
+ * type et, rounded to the type as the op in that type would be.
+ */
+typedef enum EvalCombine {
+  EVAL_COMBINE_SUM, EVAL_COMBINE_PRODUCT, EVAL_COMBINE_MIN, EVAL_COMBINE_MAX,
+} EvalCombine;
+bool eval_combine_supported(ElemType et);   /* pred, integers, real floats */
+void eval_combine(ElemType et, EvalCombine op, uint8_t *acc, const uint8_t *x,
+                  int64_t n);
 
 /*
  * io.c: literal I/O for the drivers.

@@ -27,6 +27,7 @@
 #include <complex.h>
 
 #include "eval.h"
+#include "../support/rendezvous.h"
 
 /* C11's CMPLX/CMPLXF build a complex from parts without arithmetic (so
  * infinities and NaNs stay as given); glibc's <complex.h> defines them
@@ -273,9 +274,10 @@ EvalValue *eval_fft(Eval *ev, const HloInstr *i, EvalValue *const *a);
 /* batchnorm.c */
 EvalValue *eval_batch_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);
 
-/* collective.c: collectives on one replica and one partition */
+/* collective.c: collectives across the devices of the run */
 EvalValue *eval_collective(Eval *ev, const HloInstr *i, EvalValue *const *a);
 bool ev_is_collective_op(HloOp op);
+
 
 /* ragged_all_to_all.c: ragged-all-to-all on one participant */
 EvalValue *eval_ragged_all_to_all(Eval *ev, const HloInstr *i,

@@ -278,6 +278,8 @@ typedef struct ReplicaGroups {
   I64List iota_group_shape;       /* iota form: [num_groups, group_size] */
   I64List iota_reshape_dims;      /* <=[...] */
   I64List iota_transpose_perm;    /* T(...); n == 0 when absent */
+  char *mesh_text;                /* mesh form as written (printed as is);
+                                     the iota fields hold its groups */
 } ReplicaGroups;
 
 /* sharding={...}.  Tuple shardings hold their elements. */
@@ -571,6 +573,55 @@ void hlo_print_module(StrBuf *b, const HloModule *m, const PrintOptions *o);
 bool hlo_write_module(FILE *f, const HloModule *m, const PrintOptions *o);
 void hlo_print_comp(StrBuf *b, const HloComp *c, const PrintOptions *o);
 void hlo_print_instr(StrBuf *b, const HloInstr *i, const PrintOptions *o);
+
+/*
+ * collective_groups.c: who takes part in a collective, as XLA's
+ * GetCollectiveOpGroupMode and GetParticipatingDevices define it.  Devices
+ * are numbered by their flattened id, replica * partitions + partition.
+ */
+typedef enum CollectiveGroupMode {
+  CGM_CROSS_REPLICA,              /* no channel_id: groups of replica ids, in
+                                     this device's partition */
+  CGM_CROSS_PARTITION,            /* channel_id, no use_global_device_ids
+                                     attribute (all-to-all, permute,
+                                     broadcast): groups of partition ids, in
+                                     this device's replica */
+  CGM_CROSS_REPLICA_AND_PARTITION, /* channel_id, use_global_device_ids=false:
+                                     groups of replica ids, every partition */
+  CGM_FLATTENED_ID,               /* use_global_device_ids=true: groups of
+                                     flattened ids */
+} CollectiveGroupMode;
+
+/* Whether op carries use_global_device_ids (all-reduce, all-gather,
+ * reduce-scatter and their -start forms, collective-reduce). */
+bool hlo_collective_has_global_ids(HloOp op);
+/* i's group mode; false (use_global_device_ids without a channel_id) when
+ * there is none. */
+bool hlo_collective_group_mode(const HloInstr *i, CollectiveGroupMode *mode);
+const char *hlo_collective_group_mode_name(CollectiveGroupMode mode);
+/* The replica groups as explicit lists (the iota form expanded): returns
+ * the number of groups (0 for none or {}) and heap arrays in *groups (each
+ * group heap too) and *sizes; free with hlo_replica_groups_free. */
+int hlo_replica_groups_expand(const ReplicaGroups *g, int64_t ***groups,
+                              int64_t **sizes);
+void hlo_replica_groups_free(int n, int64_t **groups, int64_t *sizes);
+/* The devices taking part with device (replica, partition) in collective i
+ * of a module with `replicas` x `partitions` devices, in XLA's order (the
+ * order of the group, partitions innermost for cross-replica-and-
+ * partition): returns their count and a heap array of flattened ids in
+ * *devices; -1 with a message in why when the groups do not hold this
+ * device, name a device that does not exist or the mode is invalid. */
+int hlo_collective_participants(const HloInstr *i, int64_t replicas,
+                                int64_t partitions, int64_t replica,
+                                int64_t partition, int64_t **devices,
+                                char *why, size_t nwhy);
+/* The same for explicit groups (as hlo_replica_groups_expand gives them)
+ * read in the given mode. */
+int hlo_group_participants(CollectiveGroupMode mode, int ngroups,
+                           int64_t *const *groups, const int64_t *sizes,
+                           int64_t replicas, int64_t partitions,
+                           int64_t replica, int64_t partition,
+                           int64_t **devices, char *why, size_t nwhy);
 
 /*
  * shape_inference.c: the result shape an instruction's operands and

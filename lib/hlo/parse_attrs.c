@@ -635,6 +635,8 @@ static bool attr_value(Parser *p, AttrState *st, int id, const char *at) {
       char *raw;
       if (!parse_raw_value(p, &raw))
         return false;
+      if (replica_groups_from_mesh(p->a, raw, &t->replica_groups))
+        return true;
       pwarn_at(p, at, "replica_groups in mesh form kept as raw text");
       add_raw(p, &t->nraw_attrs, &t->raw_attrs, "replica_groups", 14, raw);
       return true;

@@ -104,6 +104,10 @@ bool parse_padding_config(Parser *p, int *n, PadDim **out);
 bool parse_metadata(Parser *p, OpMetadata **out);
 bool parse_kv_list(Parser *p, KVList **out);
 bool parse_replica_groups(Parser *p, ReplicaGroups **out);
+/* The mesh form mesh['a'=2,'b'=4] {'b'} (groups vary along the listed
+ * axes, all of them when no list is given) as iota groups; false when the
+ * text is not in that form. */
+bool replica_groups_from_mesh(Arena *a, const char *text, ReplicaGroups **out);
 bool parse_alias_list(Parser *p, bool with_kind, int *n, AliasEntry **out);
 bool parse_buffer_donors(Parser *p, int *n, AliasEntry **out);
 bool parse_bool_list(Parser *p, bool allow_single, int *n, bool **out);

@@ -11,6 +11,7 @@
 #include "parse_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool parse_int64(Parser *p, int64_t *out) {
@@ -761,4 +762,83 @@ bool parse_program_shape(Parser *p, ProgramShape **out) {
   }
   vec_free(&v);
   return ok;
+}
+
+/* 'name' at *s; advances past it. */
+static bool mesh_name(const char **s, const char **name, size_t *len) {
+  while (**s == ' ') (*s)++;
+  if (**s != '\'') return false;
+  const char *e = strchr(*s + 1, '\'');
+  if (!e) return false;
+  *name = *s + 1;
+  *len = (size_t)(e - *s - 1);
+  *s = e + 1;
+  return true;
+}
+
+bool replica_groups_from_mesh(Arena *a, const char *text, ReplicaGroups **out) {
+  enum { MAXAX = 16 };
+  const char *names[MAXAX], *s = text;
+  size_t lens[MAXAX];
+  int64_t sizes[MAXAX], total = 1;
+  bool reduced[MAXAX] = {0};
+  int n = 0;
+  if (strncmp(s, "mesh[", 5) != 0) return false;
+  s += 5;
+  while (*s != ']') {
+    if (n == MAXAX || !mesh_name(&s, &names[n], &lens[n]) || *s++ != '=') return false;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v <= 0 || v > (1 << 20) || total > INT64_MAX / v) return false;
+    sizes[n++] = v;
+    total *= v;
+    s = end;
+    if (*s == ',') s++;
+    else if (*s != ']') return false;
+  }
+  s++;
+  while (*s == ' ') s++;
+  if (*s == '{') {
+    s++;
+    while (*s != '}') {
+      const char *nm;
+      size_t len;
+      if (!mesh_name(&s, &nm, &len)) return false;
+      int k = 0;
+      while (k < n && !(lens[k] == len && memcmp(names[k], nm, len) == 0)) k++;
+      if (k == n || reduced[k]) return false;
+      reduced[k] = true;
+      while (*s == ' ') s++;
+      if (*s == ',') s++;
+      else if (*s != '}') return false;
+    }
+    s++;
+  } else {
+    for (int k = 0; k < n; k++) reduced[k] = true;
+  }
+  while (*s == ' ') s++;
+  if (*s || n == 0) return false;
+  /* devices iota(total) over the mesh; the kept axes pick the group, the
+   * listed ones run within it */
+  ReplicaGroups *rg = ARENA_NEW(a, ReplicaGroups);
+  rg->iota = true;
+  rg->mesh_text = arena_strdup(a, text);
+  rg->iota_reshape_dims.n = rg->iota_transpose_perm.n = n;
+  rg->iota_reshape_dims.v = ARENA_ARRAY(a, int64_t, n);
+  rg->iota_transpose_perm.v = ARENA_ARRAY(a, int64_t, n);
+  int64_t gsize = 1;
+  int at = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < n; k++)
+      if (reduced[k] == (pass == 1)) {
+        rg->iota_transpose_perm.v[at++] = k;
+        if (pass == 1) gsize *= sizes[k];
+      }
+  memcpy(rg->iota_reshape_dims.v, sizes, (size_t)n * sizeof *sizes);
+  rg->iota_group_shape.n = 2;
+  rg->iota_group_shape.v = ARENA_ARRAY(a, int64_t, 2);
+  rg->iota_group_shape.v[0] = total / gsize;
+  rg->iota_group_shape.v[1] = gsize;
+  *out = rg;
+  return true;
 }

@@ -317,6 +317,10 @@ void pr_replica_groups(StrBuf *b, const ReplicaGroups *g) {
     pr_puts(b, "{}");
     return;
   }
+  if (g->mesh_text) {
+    pr_puts(b, g->mesh_text);
+    return;
+  }
   if (g->iota) {
     pr_putc(b, '[');
     pr_i64s(b, g->iota_group_shape.v, g->iota_group_shape.n);

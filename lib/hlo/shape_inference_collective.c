@@ -26,29 +26,13 @@ static bool is_array(const Shape *s) {
   return s->et != ET_TUPLE && si_et_array(s->et);
 }
 
-typedef enum GroupMode {
-  CROSS_REPLICA, CROSS_PARTITION, CROSS_REPLICA_AND_PARTITION, FLATTENED_ID,
-} GroupMode;
-
-/* XLA's GetCollectiveOpGroupMode; all-to-all and friends have no
- * use_global_device_ids. */
-static bool has_global_ids_attr(HloOp op) {
-  switch (op) {
-  case HLO_ALL_GATHER: case HLO_ALL_GATHER_START: case HLO_ALL_REDUCE:
-  case HLO_ALL_REDUCE_START: case HLO_REDUCE_SCATTER:
-  case HLO_COLLECTIVE_REDUCE:
-    return true;
-  default:
-    return false;
-  }
-}
-
-static GroupMode group_mode(const HloInstr *i) {
-  if (!i->has_channel_id)
-    return CROSS_REPLICA;
-  if (!has_global_ids_attr(i->op))
-    return CROSS_PARTITION;
-  return i->use_global_device_ids ? FLATTENED_ID : CROSS_REPLICA_AND_PARTITION;
+/* XLA's GetCollectiveOpGroupMode (collective_groups.c); a channel-less
+ * use_global_device_ids=true is refused by check_replica_groups. */
+static CollectiveGroupMode group_mode(const HloInstr *i) {
+  CollectiveGroupMode m;
+  if (!hlo_collective_group_mode(i, &m))
+    return CGM_CROSS_REPLICA;
+  return m;
 }
 
 static const HloModule *module_of(const HloInstr *i) {
@@ -85,13 +69,13 @@ int64_t si_subgroup_size(const HloInstr *i) {
   int64_t size;
   bool known = first_group_size(i->replica_groups, &size);
   switch (group_mode(i)) {
-  case CROSS_REPLICA:
+  case CGM_CROSS_REPLICA:
     return known ? size : replica_count(i);
-  case CROSS_REPLICA_AND_PARTITION:
+  case CGM_CROSS_REPLICA_AND_PARTITION:
     return (known ? size : replica_count(i)) * partition_count(i);
-  case CROSS_PARTITION:
+  case CGM_CROSS_PARTITION:
     return known ? size : partition_count(i);
-  case FLATTENED_ID:
+  case CGM_FLATTENED_ID:
     return known ? size : 1;
   }
   return 1;
@@ -100,7 +84,7 @@ int64_t si_subgroup_size(const HloInstr *i) {
 static bool check_replica_groups(SiCtx *c, bool uniform) {
   const HloInstr *i = c->i;
   const ReplicaGroups *rg = i->replica_groups;
-  GroupMode mode = group_mode(i);
+  CollectiveGroupMode mode = group_mode(i);
   if (!i->has_channel_id && i->use_global_device_ids) {
     si_fail(c, "use_global_device_ids=true needs a channel_id");
     return false;
@@ -143,7 +127,7 @@ static bool check_replica_groups(SiCtx *c, bool uniform) {
       }
     }
   } else {
-    if (mode == FLATTENED_ID) {
+    if (mode == CGM_FLATTENED_ID) {
       si_fail(c, "replica groups must be given with use_global_device_ids");
       return false;
     }
@@ -152,13 +136,13 @@ static bool check_replica_groups(SiCtx *c, bool uniform) {
   int64_t rc = replica_count(i), pc = partition_count(i), want = 1;
   const char *what = "replicas";
   switch (mode) {
-  case CROSS_REPLICA: case CROSS_REPLICA_AND_PARTITION:
+  case CGM_CROSS_REPLICA: case CGM_CROSS_REPLICA_AND_PARTITION:
     want = rc;
     break;
-  case CROSS_PARTITION:
+  case CGM_CROSS_PARTITION:
     want = pc, what = "partitions";
     break;
-  case FLATTENED_ID:
+  case CGM_FLATTENED_ID:
     want = rc * pc, what = "replicas times partitions";
     break;
   }

@@ -16,6 +16,13 @@
  *                 "branch_N:" blocks with their nested sequences.
  *   kCommandBuffer "\n" then its commands as a nested sequence, one level
  *                 deeper.
+ *   kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute,
+ *   kCollectiveBroadcast
+ *                 ", replica_groups = {{0,1},{2,3}}" (or
+ *                 "source_target_pairs = {{0,1}}"), then the group mode,
+ *                 channel_id, reduction or dimension where they apply,
+ *                 operands and results as slices; kReplicaId and
+ *                 kPartitionId their destination.
  * Differences from XLA, on purpose: XLA prints a pred conditional's
  * branches[0] under "false_branch:" although it runs it when the pred is
  * true; here each label is over the sequence it really runs.  kCopy and
@@ -83,6 +90,7 @@ static bool check_slice(Checker *c, const BufSlice *s, const char *what) {
 }
 
 static bool check_seq(Checker *c, const ThunkSeq *q, int depth);
+static bool check_collective(Checker *c, const CollDesc *cd);
 
 static bool check_thunk(Checker *c, const Thunk *t, int depth) {
   char what[64];
@@ -182,8 +190,34 @@ static bool check_thunk(Checker *c, const Thunk *t, int depth) {
                                                     : "command buffer");
     }
     return check_seq(c, t->commands, depth + 1);
+  case THUNK_COLLECTIVE:
+    return check_collective(c, t->coll);
   }
   return diag_error(c->d, noloc(), "unknown thunk kind %d", (int)t->kind);
+}
+
+static bool check_collective(Checker *c, const CollDesc *cd) {
+  if (!cd)
+    return diag_error(c->d, noloc(), "collective thunk without its description");
+  if ((unsigned)cd->kind >= COLL_NKINDS || (unsigned)cd->reduction > COLL_MAX ||
+      cd->mode < 0 || cd->mode > 3 || cd->n < 0 || cd->replica_count < 1 ||
+      cd->num_partitions < 1)
+    return diag_error(c->d, noloc(), "malformed collective thunk");
+  bool ids = cd->kind == COLL_REPLICA_ID || cd->kind == COLL_PARTITION_ID;
+  int nout = ids ? 1 : cd->n;
+  if (ids != (cd->n == 0))
+    return diag_error(c->d, noloc(), "%s thunk with %d operands",
+                      coll_kind_name(cd->kind), cd->n);
+  for (int k = 0; k < cd->n; k++)
+    if (!check_slice(c, &cd->in[k], "collective operand"))
+      return false;
+  for (int k = 0; k < nout; k++)
+    if (!check_slice(c, &cd->out[k], "collective result"))
+      return false;
+  if (ids && cd->out[0].size != 4)
+    return diag_error(c->d, noloc(), "%s result is %lld bytes, not 4",
+                      coll_kind_name(cd->kind), (long long)cd->out[0].size);
+  return true;
 }
 
 static bool check_seq(Checker *c, const ThunkSeq *q, int depth) {
@@ -286,9 +320,32 @@ bool artifact_validate(const Artifact *a, Diag *d) {
   return ok;
 }
 
+const char *coll_kind_name(int kind) {
+  static const char *const names[] = {
+      "all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+      "collective-permute", "replica-id", "partition-id", "collective-broadcast"};
+  return kind >= 0 && kind < (int)ARRAY_LEN(names) ? names[kind] : "?";
+}
+
+const char *coll_reduction_name(int reduction) {
+  static const char *const names[] = {"sum", "product", "min", "max"};
+  return reduction >= 0 && reduction < (int)ARRAY_LEN(names) ? names[reduction] : "?";
+}
+
+const char *coll_mode_name(int mode) {
+  return hlo_collective_group_mode_name((CollectiveGroupMode)mode);
+}
+
 /*
  * Text
  */
+static const char *coll_thunk_name(const CollDesc *c) {
+  static const char *const names[] = {
+      "kAllReduce", "kAllGather", "kReduceScatter", "kAllToAll",
+      "kCollectivePermute", "kReplicaId", "kPartitionId", "kCollectiveBroadcast"};
+  return c && (unsigned)c->kind < COLL_NKINDS ? names[c->kind] : "kUnknown";
+}
+
 static const char *kind_name(const Thunk *t) {
   switch (t->kind) {
   case THUNK_KERNEL: return "kKernel";
@@ -302,6 +359,7 @@ static const char *kind_name(const Thunk *t) {
                : "kGemm";
   case THUNK_CONV: return "kConvolution";
   case THUNK_COMMAND_BUFFER: return "kCommandBuffer";
+  case THUNK_COLLECTIVE: return coll_thunk_name(t->coll);
   }
   return "kUnknown";
 }
@@ -318,6 +376,44 @@ static void put_slice(StrBuf *b, const BufSlice *s) {
 
 static void print_seq(StrBuf *b, const ThunkSeq *q, int indent, int *next_id,
                       int depth);
+
+static void print_collective(StrBuf *b, const CollDesc *c) {
+  if (!c)
+    return;
+  if (c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID) {
+    sb_puts(b, ", destination = ");
+    put_slice(b, &c->out[0]);
+    return;
+  }
+  if (c->kind == COLL_COLLECTIVE_PERMUTE) {
+    sb_puts(b, ", source_target_pairs = {");
+    for (int k = 0; k < c->npairs; k++)
+      sb_printf(b, "%s{%lld,%lld}", k ? "," : "", (long long)c->pairs[k][0],
+                (long long)c->pairs[k][1]);
+  } else {
+    sb_puts(b, ", replica_groups = {");
+    for (int g = 0; g < c->ngroups; g++) {
+      sb_puts(b, g ? ",{" : "{");
+      for (int64_t k = 0; k < c->group_sizes[g]; k++)
+        sb_printf(b, "%s%lld", k ? "," : "", (long long)c->groups[g][k]);
+      sb_putc(b, '}');
+    }
+  }
+  sb_printf(b, "}, group_mode = %s", coll_mode_name(c->mode));
+  if (c->channel_id >= 0)
+    sb_printf(b, ", channel_id = %lld", (long long)c->channel_id);
+  if (c->kind == COLL_ALL_REDUCE || c->kind == COLL_REDUCE_SCATTER)
+    sb_printf(b, ", reduction = %s", coll_reduction_name(c->reduction));
+  if (c->dim >= 0)
+    sb_printf(b, ", dimension = %lld", (long long)c->dim);
+  for (int k = 0; k < c->n; k++) {
+    sb_printf(b, ", operand %d = ", k);
+    put_slice(b, &c->in[k]);
+    sb_printf(b, " %s, result %d = ", c->in_shape[k] ? c->in_shape[k] : "?", k);
+    put_slice(b, &c->out[k]);
+    sb_printf(b, " %s", c->out_shape[k] ? c->out_shape[k] : "?");
+  }
+}
 
 static void print_thunk(StrBuf *b, const Thunk *t, int indent, int *next_id,
                         int depth) {
@@ -379,6 +475,9 @@ static void print_thunk(StrBuf *b, const Thunk *t, int indent, int *next_id,
     sb_puts(b, "\n");
     if (t->commands)
       print_seq(b, t->commands, indent, next_id, depth + 1);
+    break;
+  case THUNK_COLLECTIVE:
+    print_collective(b, t->coll);
     break;
   }
 }

@@ -76,6 +76,7 @@ static bool convertible(const Thunk *t, unsigned types) {
   case THUNK_WHILE:
   case THUNK_CONDITIONAL:
   case THUNK_COMMAND_BUFFER:
+  case THUNK_COLLECTIVE:          /* meets other devices on the host */
     return false;
   }
   return false;

@@ -31,6 +31,10 @@
  * recorded; when they differ (executor_move_buffers) it is recorded again
  * and the platform updates it in place.
  *
+ * A collective thunk (collective_exec.c) meets the other devices of a
+ * multi-device run (executor_set_device); it stays in its place in the
+ * schedule, between segments, like a while.
+ *
  * Profiling wraps each thunk in two platform marks (a pair per nesting
  * depth, one more pair for the run) and adds up its time and calls; tracing
  * also keeps each execution's start, measured from the run's first mark.
@@ -40,6 +44,7 @@
 #include <time.h>
 
 #include "../eval/eval.h"
+#include "collective_exec.h"
 #include "platform.h"
 
 typedef struct ExecSeq ExecSeq;
@@ -66,6 +71,8 @@ struct ExecThunk {
                                      one goes with an earlier one) */
   ExecSeq cmds;                   /* COMMAND_BUFFER: its commands */
   struct CmdBuf *cb;              /* COMMAND_BUFFER: its recording */
+  CollExec *coll;                 /* COLLECTIVE */
+  DevPtr *coll_in, *coll_out;     /* COLLECTIVE: slice addresses */
 };
 
 /* A command buffer's recording: the platform's handle (NULL until the
@@ -115,6 +122,8 @@ struct Executor {
   int traced_runs;
   double trace_t0;                /* the first traced run's start, ms */
   double run_origin;              /* this run's start from trace_t0, ms */
+  Rendezvous *world;              /* executor_set_device; NULL: alone */
+  int64_t replica, partition;
   double trace_end;               /* the last traced run's end, ms */
   int base_mark;                  /* the mark at this run's start */
 };
@@ -139,6 +148,7 @@ static const char *kind_name(ThunkKind k) {
   case THUNK_GEMM: return "gemm";
   case THUNK_CONV: return "convolution";
   case THUNK_COMMAND_BUFFER: return "command buffer";
+  case THUNK_COLLECTIVE: return "collective";
   }
   return "?";
 }
@@ -340,6 +350,23 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
     e->cbs = xreallocarray(e->cbs, (size_t)e->ncbs + 1, sizeof *e->cbs);
     e->cbs[e->ncbs++] = cb;
     return true;
+  }
+  case THUNK_COLLECTIVE: {
+    const CollDesc *c = t->coll;
+    if (!c || c->n < 0)
+      return ex_err(d, "the artifact has a collective thunk without its description");
+    int nout = c->n ? c->n : 1;
+    x->coll_in = ARENA_ARRAY(e->arena, DevPtr, c->n + 1);
+    x->coll_out = ARENA_ARRAY(e->arena, DevPtr, nout);
+    for (int k = 0; k < c->n; k++) {
+      if (!check_slice(e, c->in[k], "collective operand", t, d)) return false;
+      x->coll_in[k] = slice_addr(e, c->in[k]);
+    }
+    for (int k = 0; k < nout; k++) {
+      if (!check_slice(e, c->out[k], "collective result", t, d)) return false;
+      x->coll_out[k] = slice_addr(e, c->out[k]);
+    }
+    return (x->coll = coll_prepare(e->arena, t, d)) != NULL;
   }
   }
   return ex_err(d, "the artifact has a thunk of unknown kind %d", (int)t->kind);
@@ -692,6 +719,13 @@ void executor_set_sync_each_thunk(Executor *e, bool on) {
   e->sync_each = on;
 }
 
+void executor_set_device(Executor *e, Rendezvous *world, int64_t replica,
+                         int64_t partition) {
+  e->world = world;
+  e->replica = replica;
+  e->partition = partition;
+}
+
 void executor_set_command_buffers(Executor *e, bool on) {
   e->no_cmdbufs = !on;
 }
@@ -729,6 +763,11 @@ static void rebind_seq(Executor *e, ExecSeq *s) {
       break;
     case THUNK_COMMAND_BUFFER:
       rebind_seq(e, &x->cmds);
+      break;
+    case THUNK_COLLECTIVE:
+      for (int a = 0; a < t->coll->n; a++) x->coll_in[a] = slice_addr(e, t->coll->in[a]);
+      for (int a = 0; a < (t->coll->n ? t->coll->n : 1); a++)
+        x->coll_out[a] = slice_addr(e, t->coll->out[a]);
       break;
     }
   }
@@ -921,6 +960,9 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
   case THUNK_COMMAND_BUFFER:
     if (e->no_cmdbufs || !p->cmdbuf_begin) return run_seq(e, &x->cmds, d);
     return run_cmdbuf(e, x, d);
+  case THUNK_COLLECTIVE:
+    return coll_run(x->coll, p, e->world, e->replica, e->partition, x->coll_in,
+                    x->coll_out, d);
   }
   return false;
 }

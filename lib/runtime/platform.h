@@ -23,6 +23,7 @@
 #define XHLOC_PLATFORM_H
 
 #include "../hlo/hlo.h"
+#include "../support/rendezvous.h"
 #include "thunks.h"
 
 typedef uint64_t DevPtr;
@@ -162,6 +163,12 @@ void executor_set_profile(Executor *e, bool on);
  * it.  Off (the default), an error found at a synchronization names the
  * thunks run since the previous one. */
 void executor_set_sync_each_thunk(Executor *e, bool on);
+/* A multi-device run: this executor is device (replica, partition), and
+ * its collective thunks meet the other devices' executors (each on its own
+ * thread, sharing the artifact) in world.  Unset, collective thunks with
+ * more than one participant fail; replica-id and partition-id are 0. */
+void executor_set_device(Executor *e, Rendezvous *world, int64_t replica,
+                         int64_t partition);
 
 /* Command buffers (on by default): on a platform that has them, a
  * COMMAND_BUFFER thunk is recorded the first time it runs and replayed

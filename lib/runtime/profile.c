@@ -20,6 +20,7 @@ const char *thunk_kind_name(ThunkKind k) {
   case THUNK_GEMM: return "gemm";
   case THUNK_CONV: return "convolution";
   case THUNK_COMMAND_BUFFER: return "cmd-buffer";
+  case THUNK_COLLECTIVE: return "collective";
   }
   return "?";
 }
@@ -42,6 +43,9 @@ int64_t thunk_bytes(const Thunk *t) {
   case THUNK_WHILE:
   case THUNK_CONDITIONAL:
   case THUNK_COMMAND_BUFFER: return 0;
+  case THUNK_COLLECTIVE:
+    for (int k = 0; k < t->coll->n; k++) n += t->coll->in[k].size + t->coll->out[k].size;
+    return t->coll->n ? n : t->coll->out[0].size;
   }
   return 0;
 }

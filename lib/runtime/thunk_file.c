@@ -44,6 +44,13 @@
  *     lib SLICE|-                    (CONV_NSLICES lines)
  *   command-buffer commands=N        (N >= 1 kernels, copies, memsets,
  *     seq N ...                       gemms or convs, one deeper)
+ *   collective op=NAME annotation=STR reduction=NAME dim=D channel=C
+ *        mode=NAME replicas=R partitions=P groups=G pairs=Q operands=N
+ *     group K IDS                    (G lines, one deeper: K ids)
+ *     pair S,T                       (Q lines)
+ *     in SLICE STR                   (N lines: operand slice and shape)
+ *     out SLICE STR                  (N lines; replica-id and partition-id:
+ *                                     one, and no operands)
  *   end-thunks
  *   section constant K LEN\n<LEN bytes>\n     (one per constant, in order)
  *   section original-hlo LEN|-\n<LEN bytes>\n
@@ -108,6 +115,7 @@ static void put_indent(StrBuf *b, int depth) {
 }
 
 static void put_seq(StrBuf *b, const ThunkSeq *q, int depth);
+static void put_collective(StrBuf *b, const Thunk *t, int depth);
 
 static void put_double(StrBuf *b, double v) {
   uint64_t bits;
@@ -264,8 +272,44 @@ static void put_thunk(StrBuf *b, const Thunk *t, int depth) {
     sb_printf(b, "command-buffer commands=%d\n", t->commands->n);
     put_seq(b, t->commands, depth + 1);
     return;
+  case THUNK_COLLECTIVE:
+    put_collective(b, t, depth);
+    return;
   }
   die("unknown thunk kind %d", (int)t->kind);
+}
+
+static void put_collective(StrBuf *b, const Thunk *t, int depth) {
+  const CollDesc *c = t->coll;
+  sb_printf(b, "collective op=%s annotation=", coll_kind_name(c->kind));
+  put_str(b, t->annotation);
+  sb_printf(b, " reduction=%s dim=%lld channel=%lld mode=%s replicas=%lld "
+            "partitions=%lld groups=%d pairs=%d operands=%d\n",
+            coll_reduction_name(c->reduction), (long long)c->dim,
+            (long long)c->channel_id, coll_mode_name(c->mode),
+            (long long)c->replica_count, (long long)c->num_partitions,
+            c->ngroups, c->npairs, c->n);
+  for (int g = 0; g < c->ngroups; g++) {
+    put_indent(b, depth + 1);
+    sb_printf(b, "group %lld ", (long long)c->group_sizes[g]);
+    put_i64s(b, c->groups[g], (int)c->group_sizes[g]);
+    sb_putc(b, '\n');
+  }
+  for (int k = 0; k < c->npairs; k++) {
+    put_indent(b, depth + 1);
+    sb_printf(b, "pair %lld,%lld\n", (long long)c->pairs[k][0],
+              (long long)c->pairs[k][1]);
+  }
+  int nout = c->n ? c->n : 1;
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < (pass ? nout : c->n); k++) {
+      put_indent(b, depth + 1);
+      sb_puts(b, pass ? "out " : "in ");
+      put_slice(b, pass ? &c->out[k] : &c->in[k]);
+      sb_putc(b, ' ');
+      put_str(b, pass ? c->out_shape[k] : c->in_shape[k]);
+      sb_putc(b, '\n');
+    }
 }
 
 static void put_seq(StrBuf *b, const ThunkSeq *q, int depth) {
@@ -750,6 +794,83 @@ static bool read_command_buffer(Rd *r, Thunk *t, int depth) {
   return true;
 }
 
+/* One of n names (names[k] for value k) followed by a space or newline. */
+static bool name_of(Rd *r, const char *const *names, int n, const char *what,
+                    int *out) {
+  if (r->failed)
+    return false;
+  for (int k = 0; k < n; k++) {
+    size_t len = strlen(names[k]);
+    if (left(r) > len && memcmp(r->p, names[k], len) == 0 &&
+        (r->p[len] == ' ' || r->p[len] == '\n')) {
+      r->p += len;
+      *out = k;
+      return true;
+    }
+  }
+  return fail(r, what);
+}
+
+static bool read_collective(Rd *r, Thunk *t, int depth) {
+  t->kind = THUNK_COLLECTIVE;
+  CollDesc *c = ARENA_NEW(r->ar, CollDesc);
+  t->coll = c;
+  const char *kinds[COLL_NKINDS], *reds[COLL_MAX + 1], *modes[4];
+  for (int k = 0; k < COLL_NKINDS; k++) kinds[k] = coll_kind_name(k);
+  for (int k = 0; k <= COLL_MAX; k++) reds[k] = coll_reduction_name(k);
+  for (int k = 0; k < 4; k++) modes[k] = coll_mode_name(k);
+  int kind = 0, red = 0, mode = 0;
+  if (!(lit(r, "op=") && name_of(r, kinds, COLL_NKINDS, "a collective", &kind) &&
+        lit(r, " annotation=") && str(r, &t->annotation) &&
+        lit(r, " reduction=") && name_of(r, reds, COLL_MAX + 1, "a reduction", &red) &&
+        lit(r, " dim=") && num(r, -1, 63, &c->dim) &&
+        lit(r, " channel=") && num(r, -1, INT64_MAX, &c->channel_id) &&
+        lit(r, " mode=") && name_of(r, modes, 4, "a group mode", &mode) &&
+        lit(r, " replicas=") && num(r, 1, 1 << 20, &c->replica_count) &&
+        lit(r, " partitions=") && num(r, 1, 1 << 20, &c->num_partitions) &&
+        lit(r, " groups=") && count(r, 8, &c->ngroups) &&
+        lit(r, " pairs=") && count(r, 8, &c->npairs) &&
+        lit(r, " operands=") && count(r, 16, &c->n) && lit(r, "\n")))
+    return false;
+  c->kind = kind;
+  c->reduction = red;
+  c->mode = mode;
+  c->group_sizes = ARENA_ARRAY(r->ar, int64_t, c->ngroups);
+  c->groups = ARENA_ARRAY(r->ar, int64_t *, c->ngroups);
+  for (int g = 0; g < c->ngroups; g++) {
+    int n;
+    if (!(indent(r, depth + 1) && lit(r, "group ") && count(r, 2, &n) && lit(r, " ")))
+      return false;
+    if (n < 1)
+      return fail(r, "a group of at least one device");
+    c->group_sizes[g] = n;
+    c->groups[g] = ARENA_ARRAY(r->ar, int64_t, n);
+    if (!(i64s(r, n, 0, c->groups[g]) && lit(r, "\n")))
+      return false;
+  }
+  c->pairs = arena_array(r->ar, (size_t)c->npairs, sizeof *c->pairs);
+  for (int k = 0; k < c->npairs; k++)
+    if (!(indent(r, depth + 1) && lit(r, "pair ") && i64s(r, 2, 0, c->pairs[k]) &&
+          lit(r, "\n")))
+      return false;
+  bool ids = c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID;
+  if (ids != (c->n == 0))
+    return fail(r, ids ? "no operands for replica-id and partition-id"
+                       : "at least one operand");
+  int nout = c->n ? c->n : 1;
+  c->in = ARENA_ARRAY(r->ar, BufSlice, c->n);
+  c->in_shape = ARENA_ARRAY(r->ar, char *, c->n);
+  c->out = ARENA_ARRAY(r->ar, BufSlice, nout);
+  c->out_shape = ARENA_ARRAY(r->ar, char *, nout);
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < (pass ? nout : c->n); k++)
+      if (!(indent(r, depth + 1) && lit(r, pass ? "out " : "in ") &&
+            slice(r, pass ? &c->out[k] : &c->in[k]) && lit(r, " ") &&
+            str(r, pass ? &c->out_shape[k] : &c->in_shape[k]) && lit(r, "\n")))
+        return false;
+  return true;
+}
+
 static bool read_thunk(Rd *r, Thunk *t, int depth) {
   if (!indent(r, depth))
     return false;
@@ -816,8 +937,12 @@ static bool read_thunk(Rd *r, Thunk *t, int depth) {
     r->p += 15;
     return read_command_buffer(r, t, depth);
   }
+  if (left(r) >= 11 && memcmp(r->p, "collective ", 11) == 0) {
+    r->p += 11;
+    return read_collective(r, t, depth);
+  }
   return fail(r, "a thunk (kernel, copy, memset32, while, conditional, gemm, "
-                 "conv or command-buffer)");
+                 "conv, command-buffer or collective)");
 }
 
 static bool read_seq(Rd *r, ThunkSeq *q, int depth) {

@@ -67,7 +67,41 @@ typedef enum ThunkKind {
   THUNK_COMMAND_BUFFER,           /* a nested sequence recorded once into a
                                      command buffer (a CUDA graph) and
                                      replayed (command_buffer_pass.c) */
+  THUNK_COLLECTIVE,               /* a collective among the devices of the
+                                     run, or replica-id / partition-id
+                                     (collective_exec.c) */
 } ThunkKind;
+
+/* A collective thunk: what it does, who takes part, its operand and result
+ * slices (one result per operand) with their shapes. */
+typedef enum CollKind {
+  COLL_ALL_REDUCE, COLL_ALL_GATHER, COLL_REDUCE_SCATTER, COLL_ALL_TO_ALL,
+  COLL_COLLECTIVE_PERMUTE, COLL_REPLICA_ID, COLL_PARTITION_ID,
+  COLL_COLLECTIVE_BROADCAST,
+  COLL_NKINDS
+} CollKind;
+
+/* The reduction of all-reduce and reduce-scatter (XLA's ReductionKind; and
+ * and or of pred are min and max). */
+typedef enum CollReduction { COLL_SUM, COLL_PRODUCT, COLL_MIN, COLL_MAX } CollReduction;
+
+typedef struct CollDesc {
+  CollKind kind;
+  CollReduction reduction;        /* all-reduce, reduce-scatter */
+  int64_t dim;                    /* all-gather, reduce-scatter, all-to-all;
+                                     -1: none (the tuple all-to-all) */
+  int64_t channel_id;             /* -1: none */
+  int mode;                       /* CollectiveGroupMode (lib/hlo/hlo.h) */
+  int64_t replica_count, num_partitions;
+  int ngroups;                    /* replica groups, explicit; 0: all */
+  int64_t *group_sizes;
+  int64_t **groups;
+  int npairs;                     /* collective-permute: source, target */
+  int64_t (*pairs)[2];
+  int n;                          /* operands = results; 0 for the ids */
+  BufSlice *in, *out;             /* n each; the ids: out[0] only */
+  char **in_shape, **out_shape;   /* shape text with layout, n each */
+} CollDesc;
 
 typedef struct ThunkSeq ThunkSeq;
 
@@ -113,6 +147,9 @@ typedef struct Thunk {
   /* COMMAND_BUFFER: the thunks it holds (kernels, copies, memsets, GEMMs,
    * convolutions; no while, conditional or command buffer), run in order. */
   ThunkSeq *commands;
+
+  /* COLLECTIVE */
+  CollDesc *coll;
 } Thunk;
 
 struct ThunkSeq {
@@ -160,6 +197,12 @@ typedef struct Artifact {
   char *original_hlo;             /* the module as given to xhloc */
   char *optimized_hlo;            /* after the passes, as compiled */
 } Artifact;
+
+/* Names in the file and the texts: "all-reduce", ...; "sum", ...;
+ * "cross-replica", ... (CollectiveGroupMode order). */
+const char *coll_kind_name(int kind);
+const char *coll_reduction_name(int reduction);
+const char *coll_mode_name(int mode);
 
 /*
  * artifact.c: building, checking, text

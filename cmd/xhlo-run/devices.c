@@ -1,0 +1,250 @@
+/*
+ * devices.c - xhlo-run on a compiled artifact of a module with
+ * replica_count x num_partitions > 1 (read from its original HLO's header):
+ * one host platform and executor per device, each on its own thread,
+ * sharing the artifact; collective thunks meet through a rendezvous
+ * (lib/support/rendezvous.h), in host memory.  Inputs, outputs and expected
+ * outputs per device through {d} in their specs, as on the interpreter;
+ * --compare runs the original HLO on the interpreter's devices and compares
+ * every device's results.  Timing options are for one device only.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../lib/runtime/platform.h"
+#include "xhlo_run.h"
+
+void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions) {
+  *replicas = *partitions = 1;
+  const char *h = a->original_hlo ? strstr(a->original_hlo, "HloModule") : NULL;
+  if (!h) return;
+  const char *end = strchr(h, '\n');
+  size_t len = end ? (size_t)(end - h) : strlen(h);
+  char *line = xmalloc(len + 1);
+  memcpy(line, h, len);
+  line[len] = 0;
+  const char *r = strstr(line, "replica_count="), *p = strstr(line, "num_partitions=");
+  if (r) *replicas = strtoll(r + 14, NULL, 10);
+  if (p) *partitions = strtoll(p + 15, NULL, 10);
+  if (*replicas < 1) *replicas = 1;
+  if (*partitions < 1) *partitions = 1;
+  free(line);
+}
+
+typedef struct Dev {
+  pthread_t thread;
+  int dev;
+  Platform *plat;
+  Executor *ex;
+  Rendezvous *w;
+  RunOpts o;
+  StrVec inputs, outputs, expected;
+  Literal **leaf_vals, **res;
+  Literal *result;
+  Arena *out;
+  Diag d;
+  bool ok;
+} Dev;
+
+static void *dev_main(void *arg) {
+  Dev *v = arg;
+  v->ok = executor_run(v->ex, v->leaf_vals, v->out, &v->result, &v->d);
+  rdv_exit(v->w, v->dev, !v->ok, v->d.msg);
+  return NULL;
+}
+
+/* Every device's results against the interpreter's run of the original HLO
+ * on the same inputs. */
+static int compare_devices(const RunOpts *o, const Artifact *a, Dev *devs, int n,
+                           const PtrVec *leaves) {
+  SrcFile *src = srcfile_from_string("original HLO", a->original_hlo, strlen(a->original_hlo));
+  ParseOptions popts = {.strip_glog_prefixes = true};
+  HloModule **mods = NULL;
+  Diag d = {0};
+  int nm = hlo_parse(src, &popts, &mods, &d), status = 1;
+  Literal ***args = xcalloc((size_t)n, sizeof *args);
+  Arena **outs = xcalloc((size_t)n, sizeof *outs);
+  Literal **refs = xcalloc((size_t)n, sizeof *refs);
+  if (nm < 1 || !hlo_verify(mods[0], &d) || !mods[0]->entry ||
+      eval_device_count(mods[0]) != n) {
+    fprintf(stderr, "xhlo-run: --compare: the original HLO does not read back as a "
+            "module of %d devices\n", n);
+    goto out;
+  }
+  (void)leaves;
+  for (int k = 0; k < n; k++) {
+    args[k] = io_entry_args(devs[k].out, mods[0]->entry, devs[k].leaf_vals);
+    outs[k] = devs[k].out;
+  }
+  EvalOptions eo;
+  eval_options_default(&eo);
+  eo.rng_seed = o->seed;
+  if (!eval_module_devices(mods[0], mods[0]->entry->nparams, (Literal *const *const *)args,
+                           outs, &eo, refs, &d, NULL)) {
+    fprintf(stderr, "xhlo-run: --compare: the interpreter failed on the original HLO: ");
+    diag_print(&d, stderr);
+    goto out;
+  }
+  status = 0;
+  printf("compare with the interpreter (atol %g, rtol %g):\n", o->cmp_atol, o->cmp_rtol);
+  for (int k = 0; k < n; k++) {
+    Literal **ref = NULL;
+    int nr = io_literal_leaves(refs[k], &ref), nres = 0;
+    while (devs[k].res[nres]) nres++;
+    for (int j = 0; j < nr && j < nres; j++) {
+      StrBuf why;
+      sb_init(&why);
+      bool same = io_compare(devs[k].res[j], ref[j], o->cmp_atol, o->cmp_rtol, &why);
+      printf("  device %d output %d: %s\n", k, j, same ? "ok" : "MISMATCH");
+      if (!same) {
+        fprintf(stderr, "xhlo-run: --compare: device %d output %d does not match the "
+                "interpreter: %s\n", k, j, why.s);
+        status = 1;
+      }
+      sb_free(&why);
+    }
+    if (nr != nres) status = 1;
+    free(ref);
+  }
+out:
+  for (int k = 0; k < n; k++) free(args[k]);
+  free(args);
+  free(outs);
+  free(refs);
+  for (int k = 0; k < nm; k++) hlo_module_free(mods[k]);
+  free(mods);
+  srcfile_free(src);
+  diag_clear(&d);
+  return status;
+}
+
+int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
+                       const char *pname, int64_t replicas, int64_t partitions) {
+  int64_t n64 = replicas * partitions;
+  if (n64 > 256) {
+    fprintf(stderr, "xhlo-run: %s: %lld devices are more than the 256 xhlo-run runs\n",
+            path, (long long)n64);
+    return 1;
+  }
+  int n = (int)n64;
+  if (strcmp(pname, "host") != 0) {
+    fprintf(stderr, "xhlo-run: %s: a module of %d devices runs on the host platform "
+            "only (--platform=host)\n", path, n);
+    return 1;
+  }
+  if (o->profile || o->trace || o->iterations > 0) {
+    fprintf(stderr, "xhlo-run: %s: --profile, --trace and --iterations take a module "
+            "of one device\n", path);
+    return 1;
+  }
+  int status = 1;
+  Diag d = {0};
+  Arena *arena = arena_new();
+  PtrVec leaves = {0};
+  Dev *devs = xcalloc((size_t)n, sizeof *devs);
+  Rendezvous *w = rdv_new(n);
+  uint8_t *kbytes = NULL;
+  char *kpath = NULL;
+  for (int k = 0; k < a->nparams; k++) {
+    Shape *s = hlo_parse_shape(arena, a->params[k].shape, &d);
+    if (!s) {
+      fprintf(stderr, "xhlo-run: the artifact's parameter shape: %s\n", d.msg);
+      goto out;
+    }
+    vec_push(&leaves, s);
+  }
+  size_t klen = 0;
+  kbytes = artifact_read_kernel_file(a, path, &klen, &d);
+  if (!kbytes) {
+    fprintf(stderr, "xhlo-run: %s\n", d.msg ? d.msg : "no kernel file");
+    goto out;
+  }
+  const char *slash = strrchr(path, '/');
+  size_t dl = slash ? (size_t)(slash - path + 1) : 0;
+  kpath = xmalloc(dl + strlen(a->kernel_file) + 1);
+  memcpy(kpath, path, dl);
+  strcpy(kpath + dl, a->kernel_file);
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path};
+  if (!popts.threads) popts.threads = cores > n ? (int)(cores / n) : 1;
+  for (int k = 0; k < n; k++) {
+    Dev *v = &devs[k];
+    v->dev = k;
+    v->w = w;
+    device_specs(o->inputs, k, &v->inputs);
+    device_specs(o->outputs, k, &v->outputs);
+    device_specs(o->expected, k, &v->expected);
+    v->o = *o;
+    v->o.inputs = &v->inputs;
+    v->o.outputs = &v->outputs;
+    v->o.expected = &v->expected;
+    v->o.seed = o->seed + (uint64_t)k;
+    v->out = arena_new();
+    if (!(v->leaf_vals = gather_inputs(&v->o, &leaves, NULL, 0, arena, path))) {
+      fprintf(stderr, "xhlo-run: (the inputs of device %d)\n", k);
+      goto out;
+    }
+    if (!(v->plat = platform_host_new(&popts, &d)) ||
+        !(v->ex = executor_new(a, v->plat, kbytes, klen, kpath, &d))) {
+      fprintf(stderr, "xhlo-run: %s: %s\n", path, d.msg ? d.msg : "no executor");
+      goto out;
+    }
+    executor_set_device(v->ex, w, k / partitions, k % partitions);
+  }
+  int started = 0;
+  for (int k = 0; k < n; k++) {
+    if (pthread_create(&devs[k].thread, NULL, dev_main, &devs[k]) != 0) {
+      for (int j = k; j < n; j++) rdv_exit(w, j, true, "no thread for the device");
+      break;
+    }
+    started++;
+  }
+  for (int k = 0; k < started; k++) pthread_join(devs[k].thread, NULL);
+  bool ok = started == n;
+  for (int k = 0; k < started; k++) ok &= devs[k].ok;
+  if (!ok) {
+    int bad = rdv_first_failed(w);
+    if (bad < 0 || bad >= started) bad = started < n ? started : 0;
+    fprintf(stderr, "xhlo-run: %s: device %d (replica %lld, partition %lld): %s\n", path,
+            bad, (long long)(bad / partitions), (long long)(bad % partitions),
+            devs[bad].d.msg ? devs[bad].d.msg : "could not start");
+    goto out;
+  }
+  status = 0;
+  for (int k = 0; k < n; k++) {
+    int nres = io_literal_leaves(devs[k].result, &devs[k].res);
+    devs[k].res = xreallocarray(devs[k].res, (size_t)nres + 1, sizeof *devs[k].res);
+    devs[k].res[nres] = NULL;
+    if (!o->quiet && !o->outputs->len)
+      printf("device %d (replica %lld, partition %lld):\n", k, (long long)(k / partitions),
+             (long long)(k % partitions));
+    int rc = emit_results(&devs[k].o, devs[k].res, nres, devs[k].out);
+    if (rc) fprintf(stderr, "xhlo-run: (the results of device %d)\n", k);
+    if (rc) status = rc;
+  }
+  if (o->compare && compare_devices(o, a, devs, n, &leaves) != 0) status = 1;
+out:
+  fflush(stdout);
+  for (int k = 0; k < n; k++) {
+    Dev *v = &devs[k];
+    executor_free(v->ex);
+    platform_free(v->plat);
+    device_specs_free(&v->inputs);
+    device_specs_free(&v->outputs);
+    device_specs_free(&v->expected);
+    free(v->leaf_vals);
+    free(v->res);
+    if (v->out) arena_free(v->out);
+    diag_clear(&v->d);
+  }
+  free(devs);
+  rdv_free(w);
+  free(kbytes);
+  free(kpath);
+  vec_free(&leaves);
+  arena_free(arena);
+  diag_clear(&d);
+  return status;
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# check-collectives.sh - the multi-device cases of testdata/collectives/:
+# each NAME/ holds a per-device module (XLA's optimized HLO from JAX over 4
+# CPU devices), every device's arguments in{K}.{D}.npy and XLA's results
+# out{K}.{D}.npy.  xhlo-run runs all devices of the module on the
+# interpreter ({d} in the specs names each device's files) and must match
+# XLA's results on every device.  Then each is compiled by xhloc for the host
+# and its artifact run on every device (threads meeting at the collective
+# thunks), which must match XLA's results too, except the cases listed in
+# refused below, which xhloc must refuse with the message given.
+#
+# Run from the repository root; the binaries are in ${XHLOC_BIN:-build/bin}.
+set -u
+bin=${XHLOC_BIN:-build/bin}
+dir=${XHLOC_COLLECTIVES_TESTDATA:-testdata/collectives}
+run=$bin/xhlo-run
+passed=0
+failed=0
+
+if [ ! -x "$run" ]; then
+  echo "check-collectives: FAIL: $run is missing (run make)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+
+for case in "$dir"/*/; do
+  case=${case%/}
+  [ -f "$case/module.hlo" ] || continue
+  args=()
+  k=0
+  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
+  k=0
+  while [ -f "$case/out$k.0.npy" ]; do
+    args+=("--expected-output=@$case/out$k.{d}.npy")
+    k=$((k + 1))
+  done
+  if [ "$k" -eq 0 ]; then
+    failed=$((failed + 1))
+    echo "FAIL: $case: no expected outputs"
+    continue
+  fi
+  out=$("$run" --platform=interpreter "$case/module.hlo" "${args[@]}" \
+        --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $case (exit $rc):"
+    printf '%s\n' "$out" | head -n 8 | sed 's/^/    /'
+  fi
+done
+
+# Compiled for the host.  What xhloc refuses, as XLA:CPU does or not yet.
+declare -A refused=(
+  [hand_all_reduce_custom]="unsupported reduction computation"
+)
+xhloc=$bin/xhloc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for case in "$dir"/*/; do
+  case=${case%/}
+  name=$(basename "$case")
+  [ -f "$case/module.hlo" ] || continue
+  if [ ! -x "$xhloc" ]; then
+    failed=$((failed + 1))
+    echo "FAIL: $xhloc is missing (run make)"
+    break
+  fi
+  out=$("$xhloc" --target=host "$case/module.hlo" -o "$tmp/$name" 2>&1)
+  rc=$?
+  want=${refused[$name]:-}
+  if [ -n "$want" ]; then
+    if [ "$rc" -eq 1 ] && printf '%s' "$out" | grep -qF -- "$want"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+      echo "FAIL: $case: xhloc should refuse it with '$want', got exit $rc:"
+      printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
+    fi
+    continue
+  fi
+  if [ "$rc" -ne 0 ]; then
+    failed=$((failed + 1))
+    echo "FAIL: $case: xhloc --target=host (exit $rc):"
+    printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
+    continue
+  fi
+  args=()
+  k=0
+  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
+  k=0
+  while [ -f "$case/out$k.0.npy" ]; do
+    args+=("--expected-output=@$case/out$k.{d}.npy")
+    k=$((k + 1))
+  done
+  out=$(timeout 120 "$run" "$tmp/$name.thunks" "${args[@]}" --atol=1e-5 --rtol=1e-5 \
+        --quiet 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $case on the host (exit $rc):"
+    printf '%s\n' "$out" | head -n 8 | sed 's/^/    /'
+  fi
+done
+
+# Devices that run different collectives fail, compiled too, never hang.
+if "$xhloc" --target=host testdata/eval/hand_collective_deadlock.hlo -o "$tmp/deadlock" \
+     >/dev/null 2>&1; then
+  out=$(timeout 60 "$run" "$tmp/deadlock.thunks" --input="1 2" 2>&1)
+  rc=$?
+else
+  out="xhloc failed"
+  rc=99
+fi
+if [ "$rc" -eq 1 ] && printf '%s' "$out" | grep -qF "only 1 of its 2 devices arrived"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL: the compiled deadlock (exit $rc):"
+  printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
+fi
+
+# Printed results name their device; a spec without {d} is every device's.
+case=$dir/cr_all_reduce_groups
+out=$("$run" "$case/module.hlo" --input="@$case/in0.0.npy" 2>&1)
+if [ $? -eq 0 ] && printf '%s\n' "$out" | grep -qx "device 3 (replica 3, partition 0):" &&
+   printf '%s\n' "$out" | grep -qx "u32\[\] 2"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL: printed results of $case:"
+  printf '%s\n' "$out" | head -n 8 | sed 's/^/    /'
+fi
+
+echo "check-collectives: $passed passed, $failed failed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
