@@ -208,9 +208,10 @@ class Worker:
         self.proc = None
 
     def start(self):
+        self.log = tempfile.TemporaryFile(mode="w+", errors="replace")
         self.proc = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--xla-worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
             text=True, start_new_session=True)
         line = self.readline(300)
         if line != "ready":
@@ -222,6 +223,17 @@ class Worker:
         if not r:
             return None
         return self.proc.stdout.readline().strip()
+
+    def fatal(self):
+        """': MESSAGE' of the last fatal log line (absl's 'F...] MESSAGE') the
+        worker wrote, or ''."""
+        self.log.seek(0)
+        msg = ""
+        for line in self.log.read().splitlines():
+            m = re.match(r"F\d{4} [^\]]*\] (.*)", line)
+            if m:
+                msg = ": " + m.group(1)[:200]
+        return msg
 
     def kill(self):
         if self.proc:
@@ -235,6 +247,8 @@ class Worker:
     def run(self, req, timeout):
         if not self.proc:
             self.start()
+        self.log.seek(0)
+        self.log.truncate()
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         line = self.readline(timeout)
@@ -244,7 +258,7 @@ class Worker:
         if not line:
             rc = self.proc.wait()
             self.proc = None
-            return {"status": "fail", "reason": "crash (%s)" % signame(rc)}
+            return {"status": "fail", "reason": "crash (%s)%s" % (signame(rc), self.fatal())}
         return json.loads(line)
 
 
@@ -276,6 +290,10 @@ def first_error(text):
     return lines[0] if lines else "no message"
 
 
+def tidy(reason):
+    return re.sub(r"^error: ", "", reason)
+
+
 def run_tool(cmd, timeout):
     """(ok, reason): reason is 'timeout', 'crash (SIG...)' or the first error."""
     env = dict(os.environ, XHLO_NUM_THREADS=os.environ.get("XHLO_NUM_THREADS", "1"))
@@ -287,7 +305,7 @@ def run_tool(cmd, timeout):
     if p.returncode < 0:
         return False, "crash (%s)" % signame(p.returncode)
     if p.returncode != 0:
-        return False, first_error(p.stderr)
+        return False, tidy(first_error(p.stderr))
     return True, ""
 
 
@@ -302,39 +320,53 @@ def tolerance(dt, scale):
     return a * scale, r * scale
 
 
+# Kinds of mismatch, the worst first: compare_all reports the worst it saw.
+MISMATCH_KINDS = ["result shapes differ", "result unreadable", "integers or pred differ",
+                  "NaN or infinity positions differ", "floats beyond 10x the tolerance",
+                  "floats within 10x the tolerance"]
+
+
 def compare(got, want, scale):
-    """(ok, max error text)."""
+    """(ok, max error text, mismatch kind or None)."""
     if got.shape != want.shape:
-        return False, "shape %s, XLA %s" % (got.shape, want.shape)
+        return False, "shape %s, XLA %s" % (got.shape, want.shape), MISMATCH_KINDS[0]
     if want.size == 0:
-        return True, "0"
+        return True, "0", None
     dt = want.dtype
     if dt == np.bool_ or dt.kind in "iu" or dt.name.startswith("int") or dt.name.startswith("uint"):
         bad = int(np.count_nonzero(got.astype(np.int64) != want.astype(np.int64)))
-        return bad == 0, "0" if bad == 0 else "%d of %d elements differ" % (bad, want.size)
+        if bad == 0:
+            return True, "0", None
+        return False, "%d of %d elements differ" % (bad, want.size), MISMATCH_KINDS[2]
     atol, rtol = tolerance(dt, scale)
     if dt.kind == "c":
         parts = [(got.real, want.real), (got.imag, want.imag)]
     else:
         parts = [(got, want)]
-    worst = 0.0
-    nbad = 0
+    worst = ratio = 0.0
+    nbad = nspecial = 0
     for g, w in parts:
         g = np.asarray(g, np.float64)
         w = np.asarray(w, np.float64)
         gn, wn = np.isnan(g), np.isnan(w)
-        nbad += int(np.count_nonzero(gn != wn))
         fin = np.isfinite(w) & np.isfinite(g)
         inf = ~fin & ~gn & ~wn
-        nbad += int(np.count_nonzero(inf & (g != w)))
+        nspecial += int(np.count_nonzero(gn != wn)) + int(np.count_nonzero(inf & (g != w)))
         err = np.abs(g[fin] - w[fin])
         if err.size:
-            nbad += int(np.count_nonzero(err > atol + rtol * np.abs(w[fin])))
+            bound = atol + rtol * np.abs(w[fin])
+            nbad += int(np.count_nonzero(err > bound))
             worst = max(worst, float(err.max()))
+            ratio = max(ratio, float((err / bound).max()))
     text = "%.3g" % worst
+    if nbad + nspecial:
+        text += " (%d of %d elements off" % (nbad + nspecial, want.size)
+        text += ", %d NaN/inf)" % nspecial if nspecial else ", %.0fx tol)" % ratio
+    if nspecial:
+        return False, text, MISMATCH_KINDS[3]
     if nbad:
-        text += " (%d of %d elements off)" % (nbad, want.size)
-    return nbad == 0, text
+        return False, text, MISMATCH_KINDS[4 if ratio > 10 else 5]
+    return True, text, None
 
 
 def dtype_of(name):
@@ -342,18 +374,22 @@ def dtype_of(name):
 
 
 def compare_all(outs, xla_outs, scale):
-    worst_ok, texts = True, []
+    """(ok, text, the worst mismatch kind or None) over all results."""
+    kinds, texts = [], []
     for o, x in zip(outs, xla_outs):
         want = load_npy(x["path"], dtype_of(x["dtype"]))
         try:
             got = load_npy(o, want.dtype)
         except (OSError, ValueError) as e:
-            return False, "cannot read result: %s" % e
-        ok, text = compare(got, want, scale)
-        worst_ok &= ok
+            return False, "cannot read result: %s" % e, MISMATCH_KINDS[1]
+        ok, text, kind = compare(got, want, scale)
+        if kind:
+            kinds.append(kind)
         texts.append(text)
-    return worst_ok, "max err " + ", ".join(texts) if len(texts) <= 4 else \
-        "max err " + ", ".join(texts[:4]) + ", ..."
+    if len(texts) > 4:
+        texts = texts[:4] + ["..."]
+    kind = min(kinds, key=MISMATCH_KINDS.index) if kinds else None
+    return kind is None, "max err " + ", ".join(texts), kind
 
 
 # ---------------------------------------------------------------------------
@@ -412,8 +448,8 @@ def check_module(args, worker, name, text, work):
         row.detail = ans.get("detail", "")
         return row
     row.xla = "ok"
-    mismatch = "mismatch (the module draws random numbers: their bits are the " \
-        "implementation's)" if RNG.search(text) else "mismatch"
+    rng = " (the module draws random numbers: their bits are the implementation's)" \
+        if RNG.search(text) else ""
     ins = ["--input=@" + p for p in ans["inputs"]]
     xla_outs = ans["outputs"]
     budget = "--mem-budget=%d" % (4 * (args.budget << 20) + (1 << 30))
@@ -427,8 +463,9 @@ def check_module(args, worker, name, text, work):
                         "--time-budget=%d" % args.timeout] + ins +
                        ["--output=@" + o for o in outs], args.timeout + 5)
     if ok:
-        ok, why = compare_all(outs, xla_outs, args.tolerance)
-        row.interp, row.interp_reason = ("ok", "") if ok else ("MISMATCH", mismatch)
+        ok, why, kind = compare_all(outs, xla_outs, args.tolerance)
+        row.interp, row.interp_reason = ("ok", "") if ok else \
+            ("MISMATCH", "mismatch: %s%s" % (kind, rng))
         row.detail = "interp " + why
     else:
         row.interp, row.interp_reason = ("TIMEOUT" if why == "timeout" else "FAIL"), why
@@ -443,8 +480,9 @@ def check_module(args, worker, name, text, work):
     ok, why = run_tool([args.xhlo_run, prefix + ".thunks", "--platform=host", "--quiet"] + ins +
                        ["--output=@" + o for o in outs], args.timeout)
     if ok:
-        ok, why = compare_all(outs, xla_outs, args.tolerance)
-        row.host, row.host_reason = ("ok", "") if ok else ("MISMATCH", mismatch)
+        ok, why, kind = compare_all(outs, xla_outs, args.tolerance)
+        row.host, row.host_reason = ("ok", "") if ok else \
+            ("MISMATCH", "mismatch: %s%s" % (kind, rng))
         row.detail += ("; " if row.detail else "") + "host " + why
     else:
         row.host, row.host_reason = ("TIMEOUT" if why == "timeout" else "FAIL"), ("run: " + why)
@@ -482,14 +520,21 @@ def save_sample(dest, name, src, ans, xla_outs, scale):
 # Reasons and the report.
 
 def reason_class(reason):
-    """A grouping key: the message with names, numbers and shapes blurred."""
+    """A grouping key: the message with instruction names, numbers and
+    dimensions blurred (element types, op names and custom-call targets
+    kept)."""
     r = reason
     r = re.sub(r"'[^']*\.(hlo|txt|npy|thunks|so)'", "'FILE'", r)
-    r = re.sub(r"\b[a-z0-9]+\[[0-9,]*\](\{[^}]*\})?", "SHAPE", r)
-    r = re.sub(r"%?\b[\w.-]*\.\d+\b", "NAME", r)
+    r = re.sub(r"^((compile|run): )?error: ", r"\1", r)
+    r = re.sub(r"^((compile|run): )?([a-z][a-z0-9-]*) '[^']*': ", r"\1\3: ", r)
+    r = re.sub(r"('[^']*') \((?!target)[\w.-]*\)", r"\1", r)
+    r = re.sub(r": no (kernel emitter for it|thunk for it yet)$", "", r)
+    r = re.sub(r"\b([a-z][a-z0-9]*)\[[0-9,]*\](\{[^}]*\})?", r"\1[...]", r)
+    r = re.sub(r"(for instruction|async shape at index|computation): .*", r"\1: ...", r)
+    r = re.sub(r"(in|of|for) '[^']*'", r"\1 'X'", r)
+    r = re.sub(r"%[\w.-]+", "%X", r)
     r = re.sub(r"\b\d+(\.\d+)?(e[-+]?\d+)?\b", "N", r)
-    r = re.sub(r"(instruction|computation|value|operand|parameter) '[^']*'", r"\1 'X'", r)
-    return r[:160]
+    return r[:200]
 
 
 def summarize(rows, out):
@@ -499,7 +544,7 @@ def summarize(rows, out):
     ran = [r for r in rows if r.xla == "ok"]
     interp_ok = sum(r.interp == "ok" for r in ran)
     host_ok = sum(r.host == "ok" for r in ran)
-    host_compiled = sum(r.host in ("ok", "MISMATCH", "FAIL") for r in ran)
+    host_compiled = sum(r.host == "ok" or not r.host_reason.startswith("compile") for r in ran)
     skipped = [r for r in rows if r.xla == "skip"]
     xfail = [r for r in rows if r.xla == "FAIL"]
     p = lambda s="": print(s, file=out)
@@ -519,7 +564,7 @@ def summarize(rows, out):
         p("%s: %d" % (title, len(items)))
         for key, members in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             ex = ", ".join(m[0] for m in members[:3])
-            p("  %4d  %s" % (len(members), members[0][1][:200]))
+            p("  %4d  %s" % (len(members), key))
             p("        e.g. %s" % ex)
     group("skipped", [(r.name, r.xla_reason) for r in skipped])
     group("XLA failures", [(r.name, r.xla_reason) for r in xfail])
@@ -527,6 +572,11 @@ def summarize(rows, out):
           [(r.name, r.interp_reason) for r in ran if r.interp != "ok"])
     group("host failures (of the modules XLA ran)",
           [(r.name, r.host_reason) for r in ran if r.host != "ok"])
+
+
+def print_header(out, width):
+    print("%-*s  %-4s  %-8s  %-9s  %s" % (width, "module", "xla", "interp", "host",
+                                         "max error or reason"), file=out, flush=True)
 
 
 def print_row(r, out, width):
@@ -585,13 +635,19 @@ def main():
     ap.add_argument("--json", default="",
                     help="also write each row as a JSON line to this file")
     ap.add_argument("--summarize", default="", metavar="FILE",
-                    help="print the summary of the rows a --json FILE holds; run nothing")
+                    help="print the table (sorted by module) and the summary of the rows a "
+                    "--json FILE holds; run nothing")
     ap.add_argument("--bin", default=os.environ.get("XHLOC_BIN", os.path.join(ROOT, "build/bin")),
                     help="directory of xhloc and xhlo-run (default $XHLOC_BIN or build/bin)")
     args = ap.parse_args()
     if args.summarize:
         with open(args.summarize) as f:
             rows = [Row.from_json(line) for line in f if line.strip()]
+        rows.sort(key=lambda r: r.name)
+        width = min(60, max([len(r.name) for r in rows] + [6]))
+        print_header(sys.stdout, width)
+        for r in rows:
+            print_row(r, sys.stdout, width)
         summarize(rows, sys.stdout)
         return 0
     args.xhloc = os.path.join(args.bin, "xhloc")
@@ -617,8 +673,7 @@ def main():
     work = args.out or tempfile.mkdtemp(prefix="xla-crosscheck.")
     os.makedirs(work, exist_ok=True)
     width = min(60, max(len(m[0]) for m in modules))
-    print("%-*s  %-4s  %-8s  %-9s  %s" % (width, "module", "xla", "interp", "host",
-                                         "max error or reason"), flush=True)
+    print_header(sys.stdout, width)
     jsonf = open(args.json, "w") if args.json else None
     local = threading.local()
     workers = []
