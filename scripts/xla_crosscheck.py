@@ -609,35 +609,40 @@ def main():
         "interpreter and as a host artifact (xhloc --target=host) with the same seeded "
         "random inputs, and compare the results with XLA's: integers and pred "
         "bit-exact, floats within a tolerance by type, NaNs in the same places. Prints "
-        "a row per module and a summary with every failure reason grouped.")
+        "a row per module and a summary with every failure reason grouped.",
+        epilog="Modules with replica_count or num_partitions above 1, token parameters or "
+        "results, or inputs over --budget are skipped and counted. A crash or hang, in XLA "
+        "too, is one module's row. Environment: XHLO_XCHECK_VENV (the venv scripts/"
+        "xla-crosscheck makes, default build/xcheck-venv), XHLOC_BIN, XHLO_NUM_THREADS "
+        "(threads of the host runs, default 1).")
     ap.add_argument("paths", nargs="*", metavar="DIR|FILE",
                     help="directories (their *.hlo and *.txt) or module files")
-    ap.add_argument("--jobs", type=int, default=1, help="modules checked at once (default 1)")
-    ap.add_argument("--only", default="", help="check the modules whose name matches REGEX")
-    ap.add_argument("--stride", type=int, default=1,
+    ap.add_argument("--jobs", metavar="N", type=int, default=1, help="modules checked at once (default 1)")
+    ap.add_argument("--only", metavar="REGEX", default="", help="check the modules whose name matches REGEX")
+    ap.add_argument("--stride", metavar="N", type=int, default=1,
                     help="check every Nth module (after --only), to sample a large corpus")
-    ap.add_argument("--budget", type=int, default=256,
+    ap.add_argument("--budget", metavar="MiB", type=int, default=256,
                     help="skip modules whose inputs need more than this many MiB (default 256)")
-    ap.add_argument("--timeout", type=int, default=60,
+    ap.add_argument("--timeout", metavar="S", type=int, default=60,
                     help="seconds allowed for each step (XLA, interpreter, compile, run; "
                     "default 60)")
-    ap.add_argument("--tolerance", type=float, default=1.0,
+    ap.add_argument("--tolerance", metavar="X", type=float, default=1.0,
                     help="scale the float tolerances by this factor (default 1: atol/rtol "
                     "f64 1e-9/1e-7, f32 and c64 1e-5/1e-4, f16 2e-3/1e-2, bf16 1e-2/3e-2, "
                     "f8 0.125/0.25)")
-    ap.add_argument("--seed", type=int, default=42, help="input seed (default 42)")
-    ap.add_argument("--out", default="", help="keep the modules, inputs and results here")
-    ap.add_argument("--save-sample", default="",
+    ap.add_argument("--seed", metavar="N", type=int, default=42, help="input seed (default 42)")
+    ap.add_argument("--out", metavar="DIR", default="", help="keep the modules, inputs and results here")
+    ap.add_argument("--save-sample", metavar="DIR", default="",
                     help="copy each module that matches on both the interpreter and the host, "
                     "its inputs and XLA's results (NAME.hlo, NAME.inK.npy, NAME.outK.npy, "
                     "NAME.tol; modules with up to 256 KiB of inputs and results) into this "
                     "directory: tests/check-xla-crosscheck.sh's form")
-    ap.add_argument("--json", default="",
+    ap.add_argument("--json", metavar="FILE", default="",
                     help="also write each row as a JSON line to this file")
     ap.add_argument("--summarize", default="", metavar="FILE",
                     help="print the table (sorted by module) and the summary of the rows a "
                     "--json FILE holds; run nothing")
-    ap.add_argument("--bin", default=os.environ.get("XHLOC_BIN", os.path.join(ROOT, "build/bin")),
+    ap.add_argument("--bin", metavar="DIR", default=os.environ.get("XHLOC_BIN", os.path.join(ROOT, "build/bin")),
                     help="directory of xhloc and xhlo-run (default $XHLOC_BIN or build/bin)")
     args = ap.parse_args()
     if args.summarize:
