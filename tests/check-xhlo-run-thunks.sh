@@ -609,6 +609,25 @@ EOF
       done
       if readelf -d "$tmp/lkxhloc.host.so" 2>/dev/null | grep -q "NEEDED.*libm"; then ok; else
         bad "the xhloc-linked kernel file does not need libm"; fi
+      # a result of no elements is written as an empty .npy / .bin
+      cat >"$tmp/empty.hlo" <<'EOF'
+HloModule empty
+
+ENTRY e {
+  p = s32[2] parameter(0)
+  s = s32[0] slice(p), slice={[0:0]}
+  n = s32[2] negate(p)
+  ROOT t = (s32[0], s32[2]) tuple(s, n)
+}
+EOF
+      if "$bin/xhloc" --target=host -o "$tmp/empty" "$tmp/empty.hlo" >"$tmp/xhloc.out" 2>&1; then
+        expect "empty result written" 0 "" -- "$run" "$tmp/empty.thunks" "--input=3 4" \
+          "--output=@$tmp/empty.0.npy" "--output=@$tmp/empty.1.bin" --quiet
+        if [ -f "$tmp/empty.0.npy" ] && [ "$(wc -c <"$tmp/empty.1.bin")" -eq 8 ]; then ok; else
+          bad "the empty result's .npy or the other result's .bin is missing"; fi
+      else
+        bad "xhloc --target=host failed on a module with an empty result"
+      fi
     else
       bad "xhloc --target=host -o failed on par.hlo"
       head -n 4 "$tmp/xhloc.out" | sed 's/^/    /'

@@ -667,12 +667,16 @@ bool io_write_output(const char *spec, const Literal *l, FILE *out, Diag *d) {
     return io_err(d, "bad --output '%s': use -, @FILE.npy or @FILE.bin", spec);
   const char *path = spec + 1;
   const Shape *s = l->shape;
-  if (!shape_is_array(s) || !l->data)
+  if (!shape_is_array(s))
     return io_err(d, "only arrays can be written to '%s'", path);
   size_t nbytes = (size_t)(ev_elems(s) * et_bytes(s->et));
+  /* an array of no elements may have no data */
+  static const uint8_t none[1];
+  if (!l->data && nbytes > 0)
+    return io_err(d, "only arrays can be written to '%s'", path);
   size_t pl = strlen(path);
   /* sub-byte signed integers are written as sign-extended bytes (int8) */
-  const uint8_t *data = l->data;
+  const uint8_t *data = l->data ? l->data : none;
   uint8_t *tmp = NULL;
   if (et_class(s->et) == ETC_SINT && et_bits(s->et) < 8) {
     tmp = xmalloc(nbytes + 1);
