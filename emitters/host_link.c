@@ -398,19 +398,21 @@ static bool apply_relocations(Link *l, const Layout *y, unsigned char *b) {
         return fail(l, "relocation at %#llx outside %s",
                     (unsigned long long)r[j].r_offset, t->name);
       uint64_t p = t->addr + r[j].r_offset;
-      int64_t s = (int64_t)sym_addr(l, y, si), a = r[j].r_addend;
+      /* in 64-bit two's complement, whatever addend a (corrupted) object
+       * holds; the range checks below decide */
+      uint64_t s = sym_addr(l, y, si), a = (uint64_t)r[j].r_addend;
       int64_t v;
       switch (type) {
       case R_X86_64_PC32: case R_X86_64_PLT32: case R_X86_64_PC64:
-        v = s + a - (int64_t)p;
+        v = (int64_t)(s + a - p);
         break;
       case R_X86_64_GOTPCREL: case R_X86_64_GOTPCRELX: case R_X86_64_REX_GOTPCRELX:
-        v = (int64_t)(y->got + (uint64_t)l->got[si] * 8) + a - (int64_t)p;
+        v = (int64_t)(y->got + (uint64_t)l->got[si] * 8 + a - p);
         break;
       default: /* R_X86_64_64, planned as a dynamic relocation */
-        v = s + a;
+        v = (int64_t)(s + a);
         if (is_undefined(l, si) && !is_got_base(l, si))
-          put_rela(b, &rat, p, (uint32_t)l->dyn[si], R_X86_64_64, a);
+          put_rela(b, &rat, p, (uint32_t)l->dyn[si], R_X86_64_64, (int64_t)a);
         else
           put_rela(b, &rat, p, 0, R_X86_64_RELATIVE, v);
         break;

@@ -435,7 +435,10 @@ static int defer(cudaStream_t stream, const Deferred *x) {
   if (!fn) return 0;
   Deferred *copy = malloc(sizeof *copy);  /* the graph keeps it */
   *copy = *x;
-  if (fn(stream, run_deferred, copy)) return 1;
+  if (fn(stream, run_deferred, copy)) {
+    mock_keep(copy);
+    return 1;
+  }
   free(copy);
   return 0;
 }

@@ -317,6 +317,7 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     if (blocks[k].p == p) {
       /* poisoned and never handed out again: stale users read garbage */
       memset((void *)(uintptr_t)p, 0xa5, blocks[k].n);
+      mock_keep((void *)(uintptr_t)p);
       blocks[k] = blocks[--nblocks];
       live_allocs--;
       return 0;

@@ -641,7 +641,10 @@ static int defer(Desc *plan, const Desc *vp) {
     x->vp.attrs[k].v = malloc(n + 1);
     memcpy(x->vp.attrs[k].v, vp->attrs[k].v, n);
   }
-  if (fn(the_stream, run_deferred, x)) return 1;
+  if (fn(the_stream, run_deferred, x)) {
+    mock_keep(x);
+    return 1;
+  }
   for (int k = 0; k < vp->nattrs; k++) free(x->vp.attrs[k].v);
   free(x);
   return 0;

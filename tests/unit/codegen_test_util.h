@@ -33,9 +33,21 @@ static SrcFile *Src;
 static Arena *A;
 static Diag D;
 static char Dir[64];
+/* Sources and modules of earlier parse() calls of the case, freed by
+ * teardown with the last ones. */
+enum { CGT_MAX_PARSES = 64 };
+static SrcFile *OldSrc[CGT_MAX_PARSES];
+static HloModule **OldMods[CGT_MAX_PARSES];
+static int OldNMods[CGT_MAX_PARSES], NOld;
 
 /* Frees the case's state and removes Dir: the suite's .fini. */
 CGT_UNUSED static void teardown(void) {
+  for (int j = 0; j < NOld; j++) {
+    for (int k = 0; k < OldNMods[j]; k++) hlo_module_free(OldMods[j][k]);
+    free(OldMods[j]);
+    srcfile_free(OldSrc[j]);
+  }
+  NOld = 0;
   for (int k = 0; k < NMods; k++) hlo_module_free(Mods[k]);
   free(Mods);
   Mods = NULL;
@@ -55,6 +67,14 @@ CGT_UNUSED static void teardown(void) {
 
 /* The first module of text, parsed and verified. */
 CGT_UNUSED static HloModule *parse(const char *text) {
+  if (Src) {
+    cr_assert(NOld < CGT_MAX_PARSES, "more than %d parses in one case", CGT_MAX_PARSES);
+    OldSrc[NOld] = Src;
+    OldMods[NOld] = Mods;
+    OldNMods[NOld++] = NMods;
+    Mods = NULL;
+    NMods = 0;
+  }
   Src = srcfile_from_string("test.hlo", text, strlen(text));
   ParseOptions po = {.strip_glog_prefixes = true};
   NMods = hlo_parse(Src, &po, &Mods, &D);
