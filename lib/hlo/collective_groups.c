@@ -154,14 +154,12 @@ int hlo_group_participants(CollectiveGroupMode mode, int ng,
   }
   int64_t per = mode == CGM_CROSS_REPLICA_AND_PARTITION ? partitions : 1;
   int64_t *dev = xcalloc((size_t)(n * per) + 1, sizeof *dev);
+  int64_t kept = 0;
   for (int64_t k = 0; k < n; k++) {
-    if (ids[k] < 0 || ids[k] >= nids) {
-      snprintf(why, nwhy, "the replica groups name %s %lld, but there are "
-               "%lld (%s)", idname, (long long)ids[k], (long long)nids,
-               hlo_collective_group_mode_name(mode));
-      free(dev);
-      goto out;
-    }
+    /* a member the run does not have takes no part, as on XLA's CPU
+     * runtime (an all-reduce over {0,1} on one replica is the identity) */
+    if (ids[k] < 0 || ids[k] >= nids)
+      continue;
     for (int64_t q = 0; q < per; q++) {
       int64_t d;
       switch (mode) {
@@ -170,11 +168,12 @@ int hlo_group_participants(CollectiveGroupMode mode, int ng,
       case CGM_CROSS_REPLICA_AND_PARTITION: d = ids[k] * partitions + q; break;
       default: d = ids[k]; break;
       }
-      dev[k * per + q] = d;
+      dev[kept * per + q] = d;
     }
+    kept++;
   }
   *devices = dev;
-  count = n * per;
+  count = kept * per;
 out:
   free(all);
   return count;
