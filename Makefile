@@ -63,7 +63,9 @@ XHLOC_LLVM_LINK ?= $(if $(and $(wildcard $(shell $(LLVM_CONFIG) --libdir 2>/dev/
                               $(wildcard $(shell $(CC) -print-file-name=libzstd.so))),static,shared)
 LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --ldflags --libs $(LLVM_COMPONENTS)) \
   -Wl,--as-needed $(shell $(LLVM_CONFIG) --link-static --system-libs) -lstdc++ -lpthread
-XHLOC_BIN_LDLIBS = $(if $(filter static,$(XHLOC_LLVM_LINK)),$(LLVM_STATIC_LIBS) $(LDLIBS) -ldl,$(XHLOC_LDLIBS))
+# Linked statically, xhloc is not position-independent either (-no-pie):
+# the dynamic loader then has no relocations to apply to LLVM's tables.
+XHLOC_BIN_LDLIBS = $(if $(filter static,$(XHLOC_LLVM_LINK)),-no-pie $(LLVM_STATIC_LIBS) $(LDLIBS) -ldl,$(XHLOC_LDLIBS))
 $(BUILD)/obj/emitters/%.o: EXTRA_CFLAGS = $(LLVM_CFLAGS)
 
 # CUDA: the runtime's CUDA platform includes the toolkit's cuda.h when there
