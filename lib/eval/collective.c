@@ -238,9 +238,9 @@ static EvalValue *collective_results(Eval *ev, const HloInstr *i,
   for (int k = 0; k < n; k++)
     if (members[k] == self) c.me = k;
   if (tuple_a2a && nres != n) {
+    /* one operand per member the groups name, more than this run has */
     free(members);
-    ev_fail(ev, i, EVAL_ERR_INVALID, "a tuple all-to-all needs one operand per "
-            "participant: %d operands, %lld participants", i->nops, (long long)n);
+    bad_size(&c);
     return NULL;
   }
   RdvMeet *meet = NULL;
