@@ -20,58 +20,9 @@
  *
  * Prints one line per failure and ends with "N passed, N failed".
  */
-#include <dlfcn.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../lib/runtime/platform.h"
-
-static int passed, failed;
-
-static bool check(bool ok, const char *fmt, ...) PRINTF_LIKE(2, 3);
-static bool check(bool ok, const char *fmt, ...) {
-  if (ok) {
-    passed++;
-    return true;
-  }
-  failed++;
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL: ");
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  return false;
-}
+#include "mock_driver.h"
 
 /* ---- the mock's log ------------------------------------------------------- */
-
-static void *mock(void) { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); }
-
-static char *take(void) {
-  void *h = mock();
-  char *(*fn)(void) = h ? (char *(*)(void))dlsym(h, "mock_log_take") : NULL;
-  return fn ? fn() : xstrdup("");
-}
-
-static void fail_next(const char *name, int status) {
-  void *h = mock();
-  void (*fn)(const char *, int) = h ? (void (*)(const char *, int))dlsym(h, "mock_fail") : NULL;
-  if (fn) fn(name, status);
-}
-
-static int live_graphs(void) {
-  void *h = mock();
-  int (*fn)(void) = h ? (int (*)(void))dlsym(h, "mock_live_graphs") : NULL;
-  return fn ? fn() : -1;
-}
-
-static int count(const char *log, const char *part) {
-  int n = 0;
-  for (const char *p = log; (p = strstr(p, part)); p += strlen(part)) n++;
-  return n;
-}
 
 /* The log holds these lines in this order (others may come between). */
 static void expect_order(const char *what, const char *log, const char *const *lines) {
@@ -85,21 +36,6 @@ static void expect_order(const char *what, const char *log, const char *const *l
 }
 
 /* ---- the artifact --------------------------------------------------------- */
-
-static BufSlice sl(int a, int64_t off, int64_t size) { return (BufSlice){a, off, size}; }
-
-static Thunk kernel(Arena *ar, const char *name, int nargs, const BufSlice *args) {
-  Thunk k = {.kind = THUNK_KERNEL, .trip_count = -1};
-  k.kernel_name = arena_strdup(ar, name);
-  k.annotation = arena_strdup(ar, name);
-  k.nargs = nargs;
-  k.args = arena_memdup(ar, args, sizeof *args * (size_t)nargs);
-  k.written = ARENA_ARRAY(ar, bool, nargs);
-  k.written[nargs - 1] = true;
-  for (int j = 0; j < 3; j++) k.grid[j] = k.block[j] = 1;
-  k.block[0] = 4;
-  return k;
-}
 
 /* out = 2 * ((x + y) + 1): params x (alloc 0), y (1); temps in alloc 2;
  * the output in alloc 3. */
@@ -124,13 +60,13 @@ static Artifact *sample(void) {
   BufSlice add1[] = {sl(0, 0, 16), sl(1, 0, 16), sl(2, 0, 16)};
   BufSlice add2[] = {sl(2, 0, 16), sl(2, 16, 16), sl(2, 32, 16)};
   BufSlice scale[] = {sl(2, 48, 16), sl(3, 0, 16)};
-  cmds->thunks[0] = kernel(ar, "add4", 3, add1);
+  cmds->thunks[0] = kernel(ar, "add4", "add4", 3, add1);
   cmds->thunks[1] = (Thunk){.kind = THUNK_MEMSET32, .dst = sl(2, 16, 16),
                             .memset_value = 0x3f800000u /* 1.0f */, .trip_count = -1};
-  cmds->thunks[2] = kernel(ar, "add4", 3, add2);
+  cmds->thunks[2] = kernel(ar, "add4", "add4", 3, add2);
   cmds->thunks[3] = (Thunk){.kind = THUNK_COPY, .src = sl(2, 32, 16), .dst = sl(2, 48, 16),
                             .trip_count = -1};
-  cmds->thunks[4] = kernel(ar, "scale2", 2, scale);
+  cmds->thunks[4] = kernel(ar, "scale2", "scale2", 2, scale);
   a->entry.n = 1;
   a->entry.thunks = ARENA_NEW(ar, Thunk);
   a->entry.thunks[0] = (Thunk){.kind = THUNK_COMMAND_BUFFER, .trip_count = -1, .commands = cmds};
@@ -153,7 +89,7 @@ static Artifact *gemm_sample(void) {
   BufSlice add1[] = {sl(0, 0, 16), sl(1, 0, 16), sl(2, 0, 16)};
   BufSlice scale[] = {sl(2, 16, 16), sl(3, 0, 16)};
   cmds->n = 3;
-  cmds->thunks[0] = kernel(ar, "add4", 3, add1);
+  cmds->thunks[0] = kernel(ar, "add4", "add4", 3, add1);
   Thunk *g = &cmds->thunks[1];
   *g = (Thunk){.kind = THUNK_GEMM, .trip_count = -1};
   g->annotation = arena_strdup(ar, "dot");
@@ -167,7 +103,7 @@ static Artifact *gemm_sample(void) {
   g->lib[GEMM_A] = sl(2, 0, 16);
   g->lib[GEMM_B] = sl(1, 0, 16);
   g->lib[GEMM_D] = sl(2, 16, 16);
-  cmds->thunks[2] = kernel(ar, "scale2", 2, scale);
+  cmds->thunks[2] = kernel(ar, "scale2", "scale2", 2, scale);
   return a;
 }
 
@@ -330,7 +266,7 @@ static void test_record_replay_update(Platform *p, const Artifact *a) {
   executor_free(ex);
   log = take();
   check(count(log, "cuGraphExecDestroy") == 1, "executor_free destroys the graph:\n%s", log);
-  check(live_graphs() == 0, "no graph left (%d)", live_graphs());
+  check(live("mock_live_graphs") == 0, "no graph left (%d)", live("mock_live_graphs"));
   free(log);
 }
 
@@ -355,7 +291,7 @@ static void test_recording_failure(Platform *p, const Artifact *a) {
   free(log);
   executor_free(ex);
   free(take());
-  check(live_graphs() == 0, "recording failure: no graph left (%d)", live_graphs());
+  check(live("mock_live_graphs") == 0, "recording failure: no graph left (%d)", live("mock_live_graphs"));
 }
 
 static void test_off(Platform *p, const Artifact *a) {

@@ -22,59 +22,9 @@
  *
  * Prints one line per failure and ends with "N passed, N failed".
  */
-#include <dlfcn.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "../lib/runtime/platform.h"
-
-static int passed, failed;
-
-static bool check(bool ok, const char *fmt, ...) PRINTF_LIKE(2, 3);
-static bool check(bool ok, const char *fmt, ...) {
-  if (ok) {
-    passed++;
-    return true;
-  }
-  failed++;
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL: ");
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  return false;
-}
+#include "mock_driver.h"
 
 /* ---- the mock ------------------------------------------------------------- */
-
-static void *mock_sym(const char *name) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  return h ? dlsym(h, name) : NULL;
-}
-static char *take(void) {
-  char *(*fn)(void) = (char *(*)(void))mock_sym("mock_log_take");
-  return fn ? fn() : xstrdup("");
-}
-static void fail_next(const char *name, int status) {
-  void (*fn)(const char *, int) = (void (*)(const char *, int))mock_sym("mock_fail");
-  if (fn) fn(name, status);
-}
-static void fault(const char *kernel) {
-  void (*fn)(const char *) = (void (*)(const char *))mock_sym("mock_fault");
-  if (fn) fn(kernel);
-}
-static int live(const char *what) {
-  int (*fn)(void) = (int (*)(void))mock_sym(what);
-  return fn ? fn() : -1;
-}
-
-static int count(const char *log, const char *part) {
-  int n = 0;
-  for (const char *p = log; (p = strstr(p, part)); p += strlen(part)) n++;
-  return n;
-}
 
 /* Where `part` first (last) appears in the log, -1 when it does not. */
 static long first_at(const char *log, const char *part) {
@@ -90,22 +40,6 @@ static long last_at(const char *log, const char *part) {
 static bool has(const char *msg, const char *part) { return msg && strstr(msg, part); }
 
 /* ---- the artifact --------------------------------------------------------- */
-
-static BufSlice sl(int a, int64_t off, int64_t size) { return (BufSlice){a, off, size}; }
-
-static Thunk kernel(Arena *ar, const char *name, const char *annotation, int nargs,
-                    const BufSlice *args) {
-  Thunk k = {.kind = THUNK_KERNEL, .trip_count = -1};
-  k.kernel_name = arena_strdup(ar, name);
-  k.annotation = arena_strdup(ar, annotation);
-  k.nargs = nargs;
-  k.args = arena_memdup(ar, args, sizeof *args * (size_t)nargs);
-  k.written = ARENA_ARRAY(ar, bool, nargs);
-  k.written[nargs - 1] = true;
-  for (int j = 0; j < 3; j++) k.grid[j] = k.block[j] = 1;
-  k.block[0] = 4;
-  return k;
-}
 
 /* out = 2 * ((x + y) + 1): params x (alloc 0), y (1); temps in alloc 2;
  * the output in alloc 3.  Thunks add.1, one, add.2, copy, scale. */

@@ -14,45 +14,9 @@
  *
  * Prints one line per failure and ends with "N passed, N failed".
  */
-#include <dlfcn.h>
-#include <stdarg.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "../lib/eval/eval.h"
-#include "../lib/runtime/platform.h"
 #include "../lib/runtime/profile.h"
-
-static int passed, failed;
-
-static bool check(bool ok, const char *fmt, ...) PRINTF_LIKE(2, 3);
-static bool check(bool ok, const char *fmt, ...) {
-  if (ok) {
-    passed++;
-    return true;
-  }
-  failed++;
-  va_list ap;
-  va_start(ap, fmt);
-  printf("FAIL: ");
-  vprintf(fmt, ap);
-  printf("\n");
-  va_end(ap);
-  return false;
-}
-
-/* The mock libcuda's log since the last take, and its failure injection. */
-static void *mock_cuda(void) { return dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD); }
-static char *take_cuda(void) {
-  void *h = mock_cuda();
-  char *(*fn)(void) = h ? (char *(*)(void))dlsym(h, "mock_log_take") : NULL;
-  return fn ? fn() : xstrdup("");
-}
-static void fail_cuda(const char *name, int status) {
-  void *h = mock_cuda();
-  void (*fn)(const char *, int) = h ? (void (*)(const char *, int))dlsym(h, "mock_fail") : NULL;
-  if (fn) fn(name, status);
-}
+#include "mock_driver.h"
 
 static int count_lines(const char *log, const char *line) {
   int n = 0;
@@ -247,7 +211,7 @@ int main(int argc, char **argv) {
   if (e && in[0] && in[1] && in[2]) {
     executor_set_profile(e, true);
     executor_set_trace(e, 1000);
-    free(take_cuda());
+    free(take());
     Literal *r = NULL;
     bool ok = true;
     for (int k = 0; ok && k < 3; k++) ok = executor_run(e, in, ar, &r, &d);
@@ -258,7 +222,7 @@ int main(int argc, char **argv) {
       for (int j = 0; j < 4; j++)
         same = same && literal_get_f64(r, i * 4 + j) == (double)(5 * i + j + 1) + (5 * i + 5);
     check(same, "the result is a . b");
-    char *log = take_cuda();
+    char *log = take();
     /* per run: the run's two marks and two around each of zero, dot, cond, c0 */
     check(count_lines(log, "cuEventRecord") == 30, "30 cuEventRecord calls, got %d",
           count_lines(log, "cuEventRecord"));
@@ -278,12 +242,12 @@ int main(int argc, char **argv) {
     check_timeline(p, ev, nev);
     check_outputs(p, np, ev, nev, argv[2]);
     /* a failing event record fails the run, naming the call */
-    fail_cuda("cuEventRecord", 700);
+    fail_next("cuEventRecord", 700);
     diag_clear(&d);
     ok = executor_run(e, in, ar, &r, &d);
     check(!ok && d.msg && strstr(d.msg, "cuEventRecord"), "a failing cuEventRecord: %s",
           d.msg ? d.msg : "(ran)");
-    fail_cuda(NULL, 0);
+    fail_next(NULL, 0);
     diag_clear(&d);
   }
   executor_free(e);
