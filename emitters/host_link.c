@@ -614,7 +614,6 @@ bool host_link_so(const void *obj, size_t n, unsigned char **out,
   if (ok) {
     lay_out(&l, &y);
     build_shdrs(&l, &y, &o);
-    y.shstr = y.rw_end;
     y.shdr = align_up(y.shstr + o.names_len, 8);
     y.total = y.shdr + (uint64_t)o.n * sizeof(Elf64_Shdr);
     o.sh[o.n - 1].sh_offset = y.shstr;

@@ -44,11 +44,6 @@ typedef struct HostState {
 } HostState;
 
 
-static void run_units(void *ctx, int64_t lo, int64_t hi) {
-  HostLaunch *l = ctx;
-  l->fn(l->args, lo, hi);
-}
-
 /* Kernels launched together: kernel k owns units [start[k], start[k+1]) of
  * the group's loop. */
 typedef struct HostGroup {
@@ -155,24 +150,6 @@ static void *host_kernel(Platform *p, const char *name, Diag *d) {
   return sym;
 }
 
-static bool host_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
-                        const uint32_t grid[3], const uint32_t block[3],
-                        uint32_t shmem_bytes, Diag *d) {
-  HostState *h = p->impl;
-  if (nargs + 1 > h->nargbuf) {
-    h->argbuf = xreallocarray(h->argbuf, (size_t)nargs + 1, sizeof *h->argbuf);
-    h->nargbuf = nargs + 1;
-  }
-  for (int k = 0; k < nargs; k++) h->argbuf[k] = ptr(args[k]);
-  h->argbuf[nargs] = NULL;
-  HostLaunch l = {NULL, h->argbuf};
-  memcpy(&l.fn, &kernel, sizeof l.fn);
-  int64_t units = grid[0] ? grid[0] : 1;
-  if (units > 1 && h->threads > 1 && !h->pool)
-    h->pool = thread_pool_new(h->threads);   /* NULL: run on this thread */
-  thread_pool_run(units > 1 ? h->pool : NULL, units, run_units, &l);
-  return true;
-}
 
 static bool host_launch_group(Platform *p, int n, void *const *kernels, const int *nargs,
                               const DevPtr *const *args, const uint32_t *const *grids,
@@ -208,6 +185,13 @@ static bool host_launch_group(Platform *p, int n, void *const *kernels, const in
     h->pool = thread_pool_new(h->threads);
   thread_pool_run(units > 1 ? h->pool : NULL, units, run_group_units, &g);
   return true;
+}
+
+/* One kernel: a group of one. */
+static bool host_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
+                        const uint32_t grid[3], const uint32_t block[3],
+                        uint32_t shmem_bytes, Diag *d) {
+  return host_launch_group(p, 1, &kernel, &nargs, &args, &grid, d);
 }
 
 static bool host_sync(Platform *p, Diag *d) {
