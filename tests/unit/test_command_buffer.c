@@ -11,10 +11,7 @@
 #include <string.h>
 
 #include "../../lib/runtime/thunks.h"
-
-static BufSlice sl(int a, int64_t off, int64_t size) {
-  return (BufSlice){a, off, size};
-}
+#include "thunk_test_util.h"
 
 static Thunk kernel(Arena *ar, const char *name, int64_t off) {
   Thunk k = {.kind = THUNK_KERNEL, .trip_count = -1};
@@ -79,31 +76,6 @@ static Artifact *sample(void) {
   a->outputs = ARENA_ARRAY(ar, ArtLeaf, 1);
   a->outputs[0] = (ArtLeaf){sl(2, 0, 16), arena_strdup(ar, "f32[4]{0}")};
   return a;
-}
-
-static StrBuf serialized(const Artifact *a) {
-  StrBuf b;
-  sb_init(&b);
-  artifact_serialize(a, &b);
-  return b;
-}
-
-static void expect_refused(const char *data, size_t len, const char *want) {
-  Diag d = {0};
-  Artifact *a = artifact_parse(data, len, "t.thunks", &d);
-  cr_assert_null(a, "accepted a bad file (want: %s)", want ? want : "any");
-  cr_assert(d.has_error && d.msg);
-  if (want)
-    cr_assert(strstr(d.msg, want), "message \"%s\" lacks \"%s\"", d.msg, want);
-  diag_clear(&d);
-}
-
-static StrBuf with_checksum(const char *text) {
-  StrBuf b;
-  sb_init(&b);
-  sb_puts(&b, text);
-  sb_printf(&b, "checksum %016llx\n", (unsigned long long)checksum64(b.s, b.len));
-  return b;
 }
 
 Test(command_buffer, types) {
