@@ -116,6 +116,48 @@ CGT_UNUSED static void from_physical(const void *buf, const Shape *s, Literal *l
     memcpy(l->data + k * eb, (const uint8_t *)buf + physical_index(s, k) * eb, (size_t)eb);
 }
 
+/* Fills each result leaf's buffer bufs[out0 + k] with the 0xA5 pattern. */
+CGT_UNUSED static void poison_outputs(void **bufs, int out0, const PtrVec *leaves) {
+  for (int k = 0; k < leaves->len; k++) {
+    const Shape *s = leaves->data[k];
+    memset(bufs[out0 + k], 0xA5,
+           (size_t)(shape_elements(s) > 0 ? shape_elements(s) : 1) * (size_t)et_bytes(s->et));
+  }
+}
+
+/* The buffers of kernel ki (a lone instruction over parameters): the
+ * parameters it reads in their layouts, then one poisoned buffer per result
+ * leaf.  Returns how many (at most 8, what the emulator takes); *out0: the
+ * first result's index; leaves: the result leaves (caller frees). */
+CGT_UNUSED static int kernel_buffers(const HloInstr *ki, Literal *const *args, void **bufs,
+                                     PtrVec *leaves, int *out0) {
+  int nb = 0;
+  for (int k = 0; k < ki->nops; k++) {
+    cr_assert(ki->ops[k]->op == HLO_PARAMETER);
+    bufs[nb++] = to_physical(args[ki->ops[k]->param_number], ki->ops[k]->shape);
+  }
+  *leaves = (PtrVec){0};
+  io_shape_leaves(ki->shape, leaves);
+  *out0 = nb;
+  cr_assert(nb + leaves->len <= 8, "the emulator takes at most 8 arguments");
+  for (int k = 0; k < leaves->len; k++) {
+    const Shape *s = leaves->data[k];
+    bufs[nb++] = malloc((size_t)(shape_elements(s) > 0 ? shape_elements(s) : 1) *
+                        (size_t)et_bytes(s->et));
+  }
+  poison_outputs(bufs, *out0, leaves);
+  return nb;
+}
+
+/* The interpreter's result leaves of m on args (*el: caller frees). */
+CGT_UNUSED static int eval_leaves(HloModule *m, int np, Literal **args, Literal ***el) {
+  EvalOptions eo;
+  eval_options_default(&eo);
+  Literal *res;
+  cr_assert(eval_module(m, np, args, A, &eo, &res, &D, NULL), "eval: %s", D.msg);
+  return io_literal_leaves(res, el);
+}
+
 /* buf (in s's layout) must agree with want within atol and rtol; what
  * names it in the message. */
 CGT_UNUSED static void compare_out(const void *buf, const Shape *s, const Literal *want,

@@ -48,7 +48,6 @@ static void check_with(const char *hlo, const char *const *specs,
   int np = m->entry->nparams;
   Literal *args[8];
   void *bufs[16];
-  int nb = 0;
   cr_assert(np <= 8);
   for (int k = 0; k < np; k++) {
     const Shape *s = m->entry->params[k]->shape;
@@ -58,28 +57,12 @@ static void check_with(const char *hlo, const char *const *specs,
       args[k] = io_random_literal(A, s, 77 + 13 * (uint64_t)k, -1);
     cr_assert(args[k], "input %d: %s", k, D.msg ? D.msg : "?");
   }
-  for (int k = 0; k < ki->nops; k++) {
-    cr_assert(ki->ops[k]->op == HLO_PARAMETER);
-    bufs[nb++] = to_physical(args[ki->ops[k]->param_number], ki->ops[k]->shape);
-  }
-  PtrVec leaves = {0};
-  io_shape_leaves(ki->shape, &leaves);
-  int out0 = nb;
-  for (int k = 0; k < leaves.len; k++) {
-    const Shape *s = leaves.data[k];
-    size_t bytes = (size_t)(shape_elements(s) > 0 ? shape_elements(s) : 1) *
-                   (size_t)et_bytes(s->et);
-    bufs[nb] = malloc(bytes);
-    memset(bufs[nb++], 0xA5, bytes);
-  }
-  cr_assert(nb <= 8, "the emulator takes at most 8 arguments");
+  PtrVec leaves;
+  int out0;
+  int nb = kernel_buffers(ki, args, bufs, &leaves, &out0);
 
-  EvalOptions eo;
-  eval_options_default(&eo);
-  Literal *res;
-  cr_assert(eval_module(m, np, args, A, &eo, &res, &D, NULL), "eval: %s", D.msg);
   Literal **el;
-  int nel = io_literal_leaves(res, &el);
+  int nel = eval_leaves(m, np, args, &el);
   cr_assert_eq(nel, leaves.len);
   for (int k = 0; expect && k < nel; k++) {
     Literal *want = io_parse_input(A, expect[k], leaves.data[k], &D);
@@ -95,11 +78,7 @@ static void check_with(const char *hlo, const char *const *specs,
     compare(el[k], bufs[out0 + k], leaves.data[k], "host", k);
 
   if (have_clang()) {
-    for (int k = 0; k < leaves.len; k++) {
-      const Shape *s = leaves.data[k];
-      memset(bufs[out0 + k], 0xA5, (size_t)(shape_elements(s) > 0 ? shape_elements(s) : 1) *
-                                       (size_t)et_bytes(s->et));
-    }
+    poison_outputs(bufs, out0, &leaves);
     LaunchDims ld;
     run_emulated_kernel("gather_test", ki, bufs, nb, &ld);
     for (int k = 0; k < leaves.len; k++)

@@ -34,33 +34,16 @@ static void check_tol(const char *hlo, double atol, double rtol) {
   int np = m->entry->nparams;
   Literal *args[8];
   void *bufs[16];
-  int nb = 0;
   cr_assert(np <= 8);
   for (int k = 0; k < np; k++) {
     args[k] = io_random_literal(A, m->entry->params[k]->shape, 91 + 7 * (uint64_t)k, -1);
     cr_assert(args[k], "input %d: %s", k, D.msg ? D.msg : "?");
   }
-  for (int k = 0; k < ki->nops; k++) {
-    cr_assert(ki->ops[k]->op == HLO_PARAMETER);
-    bufs[nb++] = to_physical(args[ki->ops[k]->param_number], ki->ops[k]->shape);
-  }
-  PtrVec leaves = {0};
-  io_shape_leaves(ki->shape, &leaves);
-  int out0 = nb;
-  for (int k = 0; k < leaves.len; k++) {
-    const Shape *s = leaves.data[k];
-    size_t bytes = (size_t)(shape_elements(s) > 0 ? shape_elements(s) : 1) *
-                   (size_t)et_bytes(s->et);
-    bufs[nb] = malloc(bytes);
-    memset(bufs[nb++], 0xA5, bytes);
-  }
-  cr_assert(nb <= 8, "the emulator takes at most 8 arguments");
-  EvalOptions eo;
-  eval_options_default(&eo);
-  Literal *res;
-  cr_assert(eval_module(m, np, args, A, &eo, &res, &D, NULL), "eval: %s", D.msg);
+  PtrVec leaves;
+  int out0;
+  int nb = kernel_buffers(ki, args, bufs, &leaves, &out0);
   Literal **el;
-  int nel = io_literal_leaves(res, &el);
+  int nel = eval_leaves(m, np, args, &el);
   cr_assert_eq(nel, leaves.len);
 
   run_host("types_test", ki, bufs);
@@ -70,11 +53,7 @@ static void check_tol(const char *hlo, double atol, double rtol) {
     compare_out(bufs[out0 + k], leaves.data[k], el[k], atol, rtol, what);
   }
   if (have_clang()) {
-    for (int k = 0; k < leaves.len; k++) {
-      const Shape *s = leaves.data[k];
-      memset(bufs[out0 + k], 0xA5, (size_t)(shape_elements(s) > 0 ? shape_elements(s) : 1) *
-                                       (size_t)et_bytes(s->et));
-    }
+    poison_outputs(bufs, out0, &leaves);
     LaunchDims ld;
     run_emulated_kernel("types_test", ki, bufs, nb, &ld);
     for (int k = 0; k < leaves.len; k++) {
