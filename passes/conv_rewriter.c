@@ -24,6 +24,14 @@
  * Every call is checked by the runtime's own lowering (libcall_conv_desc)
  * before it replaces the convolution.
  *
+ * On the GPU the three tensors x, w and y are put in one layout, channels
+ * last (NHWC for x and y, OHWI for w: batch or output feature outermost, the
+ * spatial dims in order, the feature innermost), by layout-changing copies of
+ * the operands and of the result where they have another (as XLA's cuDNN
+ * layout assignment does).  cuDNN's engines take the tensors' strides but
+ * assume one layout: on an H200 with cuDNN 9, an HWIO filter beside an NHWC
+ * input, described with its own strides, was read as if it were OHWI.
+ *
  * Targets: __cudnn$convForward, __cudnn$convBiasActivationForward,
  * __cudnn$convBackwardInput, __cudnn$convBackwardFilter on the GPU (scratch
  * u8[0]: cuDNN's workspace is the runtime's); __onednn$convolution on the
@@ -187,6 +195,35 @@ static bool reverses_spatial(const HloInstr *r, const ConvDnums *dn) {
   return true;
 }
 
+/* The channels-last minor_to_major of a tensor whose roles are the dims
+ * outer (batch or output feature), spatial[0..ns) and inner (feature). */
+static int64_t *channels_last(Arena *a, int64_t outer, const int64_t *spatial, int ns,
+                              int64_t inner) {
+  int64_t *m2m = ARENA_ARRAY(a, int64_t, ns + 2);
+  m2m[0] = inner;
+  for (int k = 0; k < ns; k++) m2m[1 + k] = spatial[ns - 1 - k];
+  m2m[ns + 1] = outer;
+  return m2m;
+}
+
+/* s with its array layout's minor_to_major replaced by m2m (the other
+ * layout fields kept); s itself when it has that order already. */
+static Shape *with_order(Arena *a, Shape *s, const int64_t *m2m) {
+  if (s->layout &&
+      memcmp(s->layout->minor_to_major, m2m, (size_t)s->rank * sizeof *m2m) == 0)
+    return s;
+  Shape *r = shape_clone(a, s);
+  if (!r->layout) r->layout = layout_default(a, r->rank);
+  memcpy(r->layout->minor_to_major, m2m, (size_t)r->rank * sizeof *m2m);
+  return r;
+}
+
+/* x in the order m2m: x, or a layout-changing copy of it. */
+static HloInstr *in_order(IrEdit *e, HloComp *c, HloInstr *x, const int64_t *m2m) {
+  Shape *s = with_order(ir_arena(e), x->shape, m2m);
+  return s == x->shape ? x : ir_new(e, c, HLO_COPY, s, 1, &x);
+}
+
 static bool rewrite(IrEdit *e, HloComp *c, HloInstr *conv, bool gpu, Diag *d) {
   Arena *ar = ir_arena(e);
   Kind k = kind_of(conv);
@@ -262,10 +299,25 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *conv, bool gpu, Diag *d) {
                             : LIBCALL_CUDNN_CONV_FORWARD;
   if (gpu)
     cfg.kind = CONV_CALL_FORWARD; /* the target says it */
+  Shape *result = conv->shape;
+  if (gpu) {
+    /* x, w and y channels last; which of them are operands depends on k */
+    const ConvDnums *f = fa->dnums;
+    int ns = f->nspatial;
+    int64_t *xo = channels_last(ar, f->input_batch, f->input_spatial, ns, f->input_feature);
+    int64_t *wo = channels_last(ar, f->kernel_output_feature, f->kernel_spatial, ns,
+                                f->kernel_input_feature);
+    int64_t *yo = channels_last(ar, f->output_batch, f->output_spatial, ns, f->output_feature);
+    int64_t *o0 = k == K_BWD_INPUT ? yo : xo, *o1 = k == K_BWD_FILTER ? yo : wo;
+    int64_t *ro = k == K_FWD ? yo : k == K_BWD_INPUT ? xo : wo;
+    ops[0] = in_order(e, c, ops[0], o0);
+    ops[1] = in_order(e, c, ops[1], o1);
+    result = with_order(ar, conv->shape, ro);
+  }
   int64_t zero = 0;
   Shape *scratch = shape_array(ar, ET_U8, 1, &zero);
   shape_set_default_layout(ar, scratch);
-  Shape *elems[2] = {conv->shape, scratch};
+  Shape *elems[2] = {result, scratch};
   HloInstr *call = ir_new(e, c, HLO_CUSTOM_CALL, shape_tuple(ar, 2, elems), n, ops);
   call->cc = ARENA_NEW(ar, CustomCallAttrs);
   call->cc->target = arena_strdup(ar, libcall_target_name(t));
@@ -290,7 +342,9 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *conv, bool gpu, Diag *d) {
     ir_remove_dead(e, call);
     return false;
   }
-  ir_replace(e, out, ir_gte(e, c, call, 0));
+  HloInstr *y = ir_gte(e, c, call, 0);
+  if (result != conv->shape) y = ir_new(e, c, HLO_COPY, conv->shape, 1, &y);
+  ir_replace(e, out, y);
   return true;
 }
 

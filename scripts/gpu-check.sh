@@ -153,7 +153,7 @@ else
   for t in $(ls "$dir"/e2e/*.thunks | head -n "${GPU_CHECK_SANITIZE:-6}"); do
     ns=$((ns + 1))
     if ! timeout 120 "$cs" --tool memcheck --error-exitcode 3 "$run" "$t" --platform=cuda \
-      --random-inputs --compare --quiet >"$tmp/cs" 2>&1; then
+      --random-inputs --compare --tf32=off --quiet >"$tmp/cs" 2>&1; then
       nbad=$((nbad + 1))
       echo "  $(basename "$t"):"; grep -m 8 -e "=====" -e "error" "$tmp/cs" | sed 's/^/    /'
     fi

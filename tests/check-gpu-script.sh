@@ -110,7 +110,7 @@ if command -v "$XHLO_BENCH_PYTHON" >/dev/null 2>&1; then
     "PASS: benchmark" "0 failed" \
     -- "${gc[@]}" "--gpu-name=NVIDIA H100 80GB HBM3" --no-xla
   out=$("${gc[@]}" --no-xla 2>&1)
-  if printf '%s\n' "$out" | grep -qE '^add +[0-9]+\.[0-9]{3} +- +- +4\.00 '; then ok; else
+  if printf '%s\n' "$out" | grep -qE '^add +[0-9]+\.[0-9]{3} +[0-9]+\.[0-9]{3} +- +- +4\.00 '; then ok; else
     bad "gpu-check: the table has no timed row for add:"; printf '%s\n' "$out" | sed 's/^/    /'; fi
   expect "gpu-check: an unknown GPU has no peaks" 0 "peaks: none known for this GPU" \
     "GPU: mock GPU" -- "${gc[@]}" "--gpu-name=mock GPU" --no-xla --no-sanitizer

@@ -88,11 +88,18 @@ def iterations(one_ms, budget_ms):
 
 
 def run_xhloc(args, d, prog, budget_ms):
-    """(median ms, None) or (None, why)."""
+    """(median ms, median ms with --command-buffers=off, None) or (None, None, why).
+
+    A program with "generated" inputs runs on xhlo-run's --random-inputs and
+    is checked against the interpreter (--compare); the others run on the
+    saved inputs and are checked against XLA CPU's outputs."""
     if not prog.get("thunks"):
-        return None, prog.get("error") or "not compiled"
+        return None, None, prog.get("error") or "not compiled"
     base = [args.xhlo_run, os.path.join(d, prog["thunks"]), "--platform=cuda", "--quiet"]
-    base += ["--input=@" + os.path.join(d, f) for f in prog["inputs"]]
+    if prog.get("generated"):
+        base.append("--random-inputs")
+    else:
+        base += ["--input=@" + os.path.join(d, f) for f in prog["inputs"]]
 
     def call(extra, n):
         try:
@@ -106,12 +113,20 @@ def run_xhloc(args, d, prog, budget_ms):
         ms = parse_median(r.stdout)
         return (ms, None) if ms is not None else (None, "xhlo-run printed no timing")
 
-    check = ["--expected-output=@" + os.path.join(d, f) for f in prog["wants"]]
-    check += ["--atol=%g" % prog.get("atol", prog["tolerance"]), "--rtol=0"]
+    if prog.get("generated"):
+        check = ["--compare"]
+    else:
+        check = ["--expected-output=@" + os.path.join(d, f) for f in prog["wants"]]
+        check += ["--atol=%g" % prog.get("atol", prog["tolerance"]), "--rtol=0"]
     first, err = call(check, 2)
     if err:
-        return None, err
-    return call([], iterations(first, budget_ms))
+        return None, None, err
+    n = iterations(first, budget_ms)
+    ms, err = call([], n)
+    if err:
+        return None, None, err
+    off, err = call(["--command-buffers=off"], n)
+    return ms, off, ("graph off: " + err if err else None)
 
 
 def run_xla(xc, device, d, prog, budget_ms):
@@ -122,6 +137,11 @@ def run_xla(xc, device, d, prog, budget_ms):
         with open(os.path.join(d, prog["hlo"])) as fh:
             text = fh.read()
         leaves = []
+        if prog.get("generated"):
+            rng = np.random.default_rng(42)
+            for shape, dt in zip(prog["input_shapes"], prog["input_dtypes"]):
+                t = getattr(ml_dtypes, dt, None) or np.dtype(dt)
+                leaves.append(rng.uniform(-1, 1, shape).astype(t))
         for f, dt in zip(prog["inputs"], prog["input_dtypes"]):
             x = np.load(os.path.join(d, f))
             if x.dtype.kind == "V":
@@ -176,14 +196,15 @@ def main():
     else:
         print("XLA: not run: %s" % device)
     print("times: medians in ms; ratio = xhloc / XLA; MB: the inputs' and outputs' bytes")
-    hdr = "%-22s %9s %9s %6s %8s %8s %6s %8s %8s %5s  %s" % (
-        "program", "xhloc ms", "XLA ms", "ratio", "GFLOP", "TFLOP/s", "%peak", "MB", "GB/s",
+    print("graph off: xhloc with --command-buffers=off (every thunk launched on its own)")
+    hdr = "%-22s %9s %9s %9s %6s %8s %8s %6s %8s %8s %5s  %s" % (
+        "program", "xhloc ms", "graph off", "XLA ms", "ratio", "GFLOP", "TFLOP/s", "%peak", "MB", "GB/s",
         "%bw", "check")
     print(hdr)
     print("-" * len(hdr))
     bad, ratios = 0, []
     for prog in manifest["programs"]:
-        ms, err = run_xhloc(args, args.dir, prog, budget)
+        ms, off, err = run_xhloc(args, args.dir, prog, budget)
         xms, xerr = (None, None)
         if xc:
             xms, xerr = run_xla(xc, device, args.dir, prog, budget)
@@ -198,8 +219,9 @@ def main():
         roof = (peak[1] if bf16 else peak[2]) if peak else None
         mb = prog["bytes"] / 1e6
         gbs = mb / ms if ms else None                      # MB / ms = GB/s
-        print("%-22s %9s %9s %6s %8s %8s %6s %8.1f %8s %5s  %s" % (
+        print("%-22s %9s %9s %9s %6s %8s %8s %6s %8.1f %8s %5s  %s" % (
             prog["name"][:22], "%.3f" % ms if ms is not None else "-",
+            "%.3f" % off if off is not None else "-",
             "%.3f" % xms if xms is not None else "-",
             "%.2f" % ratio if ratio else "-", "%.2f" % gflop if gflop else "-",
             "%.1f" % tflops if tflops else "-",

@@ -7,7 +7,7 @@
  *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
  *            [OUTPUTS] [--compare] [--iterations=N] [--profile]
  *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
- *            [--sync-each-thunk]
+ *            [--tf32=on|off] [--sync-each-thunk]
  *
  * Option parsing and the choice of runner only: interp.c, thunks.c and
  * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
@@ -80,7 +80,10 @@ static const char usage_text[] =
   "                         the min, median and max wall time of a whole run\n"
   "                         (inputs in, thunks, results out) and of its\n"
   "                         execution alone (the thunks, synchronized); results\n"
-  "                         are the last run's\n"
+  "                         are the last run's.  With N above 1 a warm-up run\n"
+  "                         (libraries loading, command buffers recording)\n"
+  "                         comes first, left out of the timings, --profile\n"
+  "                         and --trace\n"
   "  --profile              (.thunks) also time every thunk (nested ones too;\n"
   "                         CUDA events on a GPU, the monotonic clock on the\n"
   "                         host) and print a table, one line per thunk sorted\n"
@@ -102,6 +105,10 @@ static const char usage_text[] =
   "                         the first time it runs and replayed after that;\n"
   "                         off: its thunks run one by one, as on the host;\n"
   "                         with --profile a replayed one is timed as a whole\n"
+  "  --tf32=on|off          (.thunks on a GPU) on (the default): f32 gemms and\n"
+  "                         convolutions use TF32 tensor cores where the\n"
+  "                         artifact allows it (precision config DEFAULT, as\n"
+  "                         XLA:GPU); off: full f32 in every one of them\n"
   "  --sync-each-thunk      (.thunks) synchronize the device after every thunk,\n"
   "                         so that a fault the GPU reports late (an illegal\n"
   "                         address) names the thunk that caused it; without\n"
@@ -135,7 +142,7 @@ enum {
   OPT_PLATFORM = 256, OPT_INPUT, OPT_RANDOM, OPT_SEED, OPT_OUTPUT, OPT_EXPECTED,
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
-  OPT_COMMAND_BUFFERS, OPT_SYNC_EACH,
+  OPT_COMMAND_BUFFERS, OPT_TF32, OPT_SYNC_EACH,
   OPT_TRACE,
 };
 
@@ -160,6 +167,7 @@ static const struct option long_opts[] = {
   {"threads", required_argument, 0, OPT_THREADS},
   {"lib-path", required_argument, 0, OPT_LIB_PATH},
   {"command-buffers", required_argument, 0, OPT_COMMAND_BUFFERS},
+  {"tf32", required_argument, 0, OPT_TF32},
   {"sync-each-thunk", no_argument, 0, OPT_SYNC_EACH},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
@@ -261,6 +269,11 @@ int main(int argc, char **argv) {
       if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
         usage_error("bad value for --command-buffers: %s (on or off)", optarg);
       ro.no_command_buffers = strcmp(optarg, "off") == 0;
+      break;
+    case OPT_TF32:
+      if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+        usage_error("bad value for --tf32: %s (on or off)", optarg);
+      ro.no_tf32 = strcmp(optarg, "off") == 0;
       break;
     case OPT_SYNC_EACH: ro.sync_each_thunk = true; break;
     case OPT_HELP: fputs(usage_text, stdout); return 0;

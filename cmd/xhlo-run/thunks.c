@@ -346,7 +346,8 @@ int run_thunks(const RunOpts *o, const char *path) {
   if (!leaf_vals) goto out;
 
   /* the platform, the kernel file and the buffers */
-  PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path};
+  PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path,
+                           .no_tf32 = o->no_tf32};
   if (strcmp(pname, "host") == 0) {
     int64_t total = 0, budget = host_budget(o);
     for (int k = 0; k < a->nallocs; k++)
@@ -389,6 +390,16 @@ int run_thunks(const RunOpts *o, const char *path) {
   run_ms = xcalloc((size_t)runs, sizeof *run_ms);
   exec_ms = xcalloc((size_t)runs, sizeof *exec_ms);
   Literal *result = NULL;
+  if (runs > 1) {
+    /* a warm-up run first, left out of the timings, the profile and the
+     * trace: libraries load and command buffers are recorded in it */
+    executor_set_profile(ex, false);
+    if (!executor_run(ex, leaf_vals, arena, &result, &d)) {
+      report(path, &d);
+      goto out;
+    }
+    executor_set_profile(ex, o->profile || o->trace);
+  }
   for (int r = 0; r < runs; r++) {
     double t0 = now_ms();
     if (!executor_run(ex, leaf_vals, arena, &result, &d)) {

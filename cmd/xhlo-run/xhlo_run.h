@@ -33,6 +33,7 @@ typedef struct RunOpts {
   int threads;                    /* --threads; 0: XHLO_NUM_THREADS or all cores */
   const char *lib_path;           /* --lib-path: vendor library directories */
   bool no_command_buffers;        /* --command-buffers=off */
+  bool no_tf32;                   /* --tf32=off */
   bool sync_each_thunk;           /* --sync-each-thunk */
 } RunOpts;
 

@@ -118,6 +118,9 @@ typedef struct PlatformOptions {
   const char *lib_path;           /* directories (':'-separated) searched
                                      first for the vendor libraries (oneDNN,
                                      cuBLASLt, cuDNN); NULL: none */
+  bool no_tf32;                   /* CUDA: f32 gemms and convolutions in full
+                                     f32 even where the artifact allows TF32
+                                     (xhlo-run --tf32=off) */
 } PlatformOptions;
 
 /*

@@ -171,6 +171,7 @@ typedef struct CudaState {
   int nmarks;
   CUevent *marks;
   char *lib_path;                 /* PlatformOptions.lib_path, or NULL */
+  bool no_tf32;                   /* PlatformOptions.no_tf32 */
   CublasLt *lt;                   /* opened by the first GEMM */
   Cudnn *dnn;                     /* opened by the first convolution */
   bool have_graphs;               /* the command-buffer entry points */
@@ -439,11 +440,21 @@ static bool cu_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
 
 static bool cu_gemm(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES], Diag *d) {
   CudaState *c = p->impl;
+  if (c->no_tf32 && g->allow_tf32) {
+    GemmDesc full = *g;
+    full.allow_tf32 = false;
+    return cublaslt_gemm(&c->lt, c->lib_path, c->stream, &full, s, d);
+  }
   return cublaslt_gemm(&c->lt, c->lib_path, c->stream, g, s, d);
 }
 
 static bool cu_conv(Platform *p, const ConvDesc *cd, const DevPtr s[CONV_NSLICES], Diag *d) {
   CudaState *c = p->impl;
+  if (c->no_tf32 && cd->allow_tf32) {
+    ConvDesc full = *cd;
+    full.allow_tf32 = false;
+    return cudnn_conv(&c->dnn, p, c->lib_path, c->stream, &full, s, d);
+  }
   return cudnn_conv(&c->dnn, p, c->lib_path, c->stream, cd, s, d);
 }
 
@@ -575,6 +586,7 @@ Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
   p->conv = cu_conv;
   p->destroy = cu_destroy;
   if (o && o->lib_path) c->lib_path = xstrdup(o->lib_path);
+  c->no_tf32 = o && o->no_tf32;
   bool opened = cuda_open(c, d);
   if (opened && c->have_staging) {
     p->host_alloc = cu_host_alloc;

@@ -63,9 +63,14 @@ void profile_thunk_name(StrBuf *b, const ThunkProfile *p, int k) {
       sb_printf(b, "/branch %d/", tp->seq);
   }
   const Thunk *t = tp->thunk;
-  const char *ann = t->annotation && *t->annotation ? t->annotation
-                    : t->kernel_name ? t->kernel_name : "?";
-  sb_puts(b, ann);
+  if (t->annotation && *t->annotation)
+    sb_puts(b, t->annotation);
+  else if (t->kernel_name)
+    sb_puts(b, t->kernel_name);
+  else if (t->kind == THUNK_COMMAND_BUFFER && t->commands)
+    sb_printf(b, "command-buffer(%d thunks)", t->commands->n);
+  else
+    sb_puts(b, "?");
 }
 
 static double total_ms(const ThunkProfile *tp) {
