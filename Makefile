@@ -157,6 +157,7 @@ DEPS_OK = pkg-config --exists criterion 2>/dev/null && \
   command -v python3 >/dev/null 2>&1 && \
   test -f /usr/include/oneapi/dnnl/dnnl.h && \
   test -f /usr/include/zstd.h && \
+  command -v mpirun >/dev/null 2>&1 && \
   test -f "$$($(CLANG) -print-file-name=libclang_rt.fuzzer-x86_64.a)"
 
 deps:
@@ -164,7 +165,7 @@ deps:
 	  echo "make: a build or test dependency is missing; running scripts/setup.sh"; \
 	  scripts/setup.sh || exit 1; \
 	  if ! ( $(DEPS_OK) ); then \
-	    echo "make: still missing after scripts/setup.sh: need Criterion (pkg-config criterion), $(CLANG) with libFuzzer, $(LLVM_CONFIG), FileCheck-19, python3, oneDNN (libdnnl-dev), zstd (libzstd-dev)" >&2; \
+	    echo "make: still missing after scripts/setup.sh: need Criterion (pkg-config criterion), $(CLANG) with libFuzzer, $(LLVM_CONFIG), FileCheck-19, python3, oneDNN (libdnnl-dev), zstd (libzstd-dev), OpenMPI (openmpi-bin)" >&2; \
 	    exit 1; \
 	  fi; \
 	fi

@@ -23,8 +23,12 @@ set -eu
 #                             (xhlo-run opens libdnnl.so.2 with dlopen; the
 #                             header checks its ABI in the unit tests)
 #   python3                   small test helpers
+#   openmpi-bin, libopenmpi-dev  mpirun and OpenMPI's libmpi.so.40: xhlo-run
+#                             under mpirun runs one device per process, its
+#                             collectives through MPI (libmpi opened with
+#                             dlopen; mpi.h checks its ABI in the unit tests)
 PACKAGES="build-essential make pkg-config llvm-19-dev libzstd-dev zlib1g-dev llvm-19-tools clang-19
-libclang-rt-19-dev libcriterion-dev libdnnl-dev python3"
+libclang-rt-19-dev libcriterion-dev libdnnl-dev python3 openmpi-bin libopenmpi-dev"
 
 check_only=0
 case "${1:-}" in

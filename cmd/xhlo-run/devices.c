@@ -2,10 +2,13 @@
  * devices.c - xhlo-run on a compiled artifact of a module with
  * replica_count x num_partitions > 1 (read from its original HLO's header):
  * one host platform and executor per device, each on its own thread,
- * sharing the artifact; collective thunks meet through a rendezvous
- * (lib/support/rendezvous.h), in host memory.  Inputs, outputs and expected
+ * sharing the artifact; collective thunks meet through the threads'
+ * exchange (lib/support/exchange.h), in host memory.  Under an MPI
+ * launcher this process runs only its own device, rank d running device
+ * d, and the collectives go through MPI.  Inputs, outputs and expected
  * outputs per device through {d} in their specs, as on the interpreter;
- * --compare runs the original HLO on the interpreter's devices and compares
+ * --compare runs the original HLO on the interpreter's devices (under MPI:
+ * this process's device, its collectives through MPI too) and compares
  * every device's results.  Timing options are for one device only.
  */
 #include <pthread.h>
@@ -38,7 +41,7 @@ typedef struct Dev {
   int dev;
   Platform *plat;
   Executor *ex;
-  Rendezvous *w;
+  Exchange *w;
   RunOpts o;
   StrVec inputs, outputs, expected;
   Literal **leaf_vals, **res;
@@ -51,14 +54,16 @@ typedef struct Dev {
 static void *dev_main(void *arg) {
   Dev *v = arg;
   v->ok = executor_run(v->ex, v->leaf_vals, v->out, &v->result, &v->d);
-  rdv_exit(v->w, v->dev, !v->ok, v->d.msg);
+  if (v->w->self < 0) v->w->end(v->w, v->dev, !v->ok, v->d.msg);
   return NULL;
 }
 
 /* Every device's results against the interpreter's run of the original HLO
- * on the same inputs. */
+ * on the same inputs: the n devices of devs, all of the module's, or under
+ * MPI (xg) this process's one, whose interpreter meets the others' through
+ * xg. */
 static int compare_devices(const RunOpts *o, const Artifact *a, Dev *devs, int n,
-                           const PtrVec *leaves) {
+                           Exchange *xg) {
   SrcFile *src = srcfile_from_string("original HLO", a->original_hlo, strlen(a->original_hlo));
   ParseOptions popts = {.strip_glog_prefixes = true};
   HloModule **mods = NULL;
@@ -67,13 +72,13 @@ static int compare_devices(const RunOpts *o, const Artifact *a, Dev *devs, int n
   Literal ***args = xcalloc((size_t)n, sizeof *args);
   Arena **outs = xcalloc((size_t)n, sizeof *outs);
   Literal **refs = xcalloc((size_t)n, sizeof *refs);
+  int ndev = xg && xg->self >= 0 ? xg->ndev : n;
   if (nm < 1 || !hlo_verify(mods[0], &d) || !mods[0]->entry ||
-      eval_device_count(mods[0]) != n) {
+      eval_device_count(mods[0]) != ndev) {
     fprintf(stderr, "xhlo-run: --compare: the original HLO does not read back as a "
-            "module of %d devices\n", n);
+            "module of %d devices\n", ndev);
     goto out;
   }
-  (void)leaves;
   for (int k = 0; k < n; k++) {
     args[k] = io_entry_args(devs[k].out, mods[0]->entry, devs[k].leaf_vals);
     outs[k] = devs[k].out;
@@ -81,12 +86,24 @@ static int compare_devices(const RunOpts *o, const Artifact *a, Dev *devs, int n
   EvalOptions eo;
   eval_options_default(&eo);
   eo.rng_seed = o->seed;
-  if (!eval_module_devices(mods[0], mods[0]->entry->nparams, (Literal *const *const *)args,
-                           outs, &eo, refs, &d, NULL)) {
-    fprintf(stderr, "xhlo-run: --compare: the interpreter failed on the original HLO: ");
-    diag_print(&d, stderr);
-    goto out;
+  bool ran;
+  if (xg && xg->self >= 0) {
+    int64_t parts = mods[0]->num_partitions > 0 ? mods[0]->num_partitions : 1;
+    eo.exchange = xg;
+    eo.replica_id = xg->self / parts;
+    eo.partition_id = xg->self % parts;
+    ran = eval_module(mods[0], mods[0]->entry->nparams, args[0], outs[0], &eo, &refs[0], &d,
+                      NULL);
+    ran = mpi_finish(xg, ran, d.msg, "--compare (the interpreter)", parts);
+  } else {
+    ran = eval_module_devices(mods[0], mods[0]->entry->nparams, (Literal *const *const *)args,
+                              outs, &eo, refs, &d, NULL);
+    if (!ran) {
+      fprintf(stderr, "xhlo-run: --compare: the interpreter failed on the original HLO: ");
+      diag_print(&d, stderr);
+    }
   }
+  if (!ran) goto out;
   status = 0;
   printf("compare with the interpreter (atol %g, rtol %g):\n", o->cmp_atol, o->cmp_rtol);
   for (int k = 0; k < n; k++) {
@@ -97,10 +114,10 @@ static int compare_devices(const RunOpts *o, const Artifact *a, Dev *devs, int n
       StrBuf why;
       sb_init(&why);
       bool same = io_compare(devs[k].res[j], ref[j], o->cmp_atol, o->cmp_rtol, &why);
-      printf("  device %d output %d: %s\n", k, j, same ? "ok" : "MISMATCH");
+      printf("  device %d output %d: %s\n", devs[k].dev, j, same ? "ok" : "MISMATCH");
       if (!same) {
         fprintf(stderr, "xhlo-run: --compare: device %d output %d does not match the "
-                "interpreter: %s\n", k, j, why.s);
+                "interpreter: %s\n", devs[k].dev, j, why.s);
         status = 1;
       }
       sb_free(&why);
@@ -128,10 +145,9 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
             path, (long long)n64);
     return 1;
   }
-  int n = (int)n64;
   if (strcmp(pname, "host") != 0) {
-    fprintf(stderr, "xhlo-run: %s: a module of %d devices runs on the host platform "
-            "only (--platform=host)\n", path, n);
+    fprintf(stderr, "xhlo-run: %s: a module of %lld devices runs on the host platform "
+            "only (--platform=host)\n", path, (long long)n64);
     return 1;
   }
   if (o->profile || o->trace || o->iterations > 0) {
@@ -139,19 +155,24 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
             "of one device\n", path);
     return 1;
   }
+  /* the devices this process runs: all, as threads, or its own (MPI) */
+  Exchange *w = o->mpi ? mpi_join(o, replicas, partitions, path) : xchg_threads_new((int)n64);
+  if (!w) return 1;
+  bool mpi = w->self >= 0;
+  int first = mpi ? w->self : 0, n = mpi ? 1 : (int)n64;
   int status = 1;
   Diag d = {0};
   Arena *arena = arena_new();
   PtrVec leaves = {0};
   Dev *devs = xcalloc((size_t)n, sizeof *devs);
-  Rendezvous *w = rdv_new(n);
   uint8_t *kbytes = NULL;
   char *kpath = NULL;
+  bool ready = false;
   for (int k = 0; k < a->nparams; k++) {
     Shape *s = hlo_parse_shape(arena, a->params[k].shape, &d);
     if (!s) {
       fprintf(stderr, "xhlo-run: the artifact's parameter shape: %s\n", d.msg);
-      goto out;
+      goto start;
     }
     vec_push(&leaves, s);
   }
@@ -159,7 +180,7 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
   kbytes = artifact_read_kernel_file(a, path, &klen, &d);
   if (!kbytes) {
     fprintf(stderr, "xhlo-run: %s\n", d.msg ? d.msg : "no kernel file");
-    goto out;
+    goto start;
   }
   const char *slash = strrchr(path, '/');
   size_t dl = slash ? (size_t)(slash - path + 1) : 0;
@@ -167,65 +188,81 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
   memcpy(kpath, path, dl);
   strcpy(kpath + dl, a->kernel_file);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int sharing = mpi ? mpi_local_size(o) : n;
   PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path,
                            .no_tf32 = o->no_tf32};
-  if (!popts.threads) popts.threads = cores > n ? (int)(cores / n) : 1;
+  if (!popts.threads) popts.threads = cores > sharing ? (int)(cores / sharing) : 1;
   for (int k = 0; k < n; k++) {
     Dev *v = &devs[k];
-    v->dev = k;
+    int dev = first + k;
+    v->dev = dev;
     v->w = w;
-    device_specs(o->inputs, k, &v->inputs);
-    device_specs(o->outputs, k, &v->outputs);
-    device_specs(o->expected, k, &v->expected);
+    device_specs(o->inputs, dev, &v->inputs);
+    device_specs(o->outputs, dev, &v->outputs);
+    device_specs(o->expected, dev, &v->expected);
     v->o = *o;
     v->o.inputs = &v->inputs;
     v->o.outputs = &v->outputs;
     v->o.expected = &v->expected;
-    v->o.seed = o->seed + (uint64_t)k;
+    v->o.seed = o->seed + (uint64_t)dev;
     v->out = arena_new();
     if (!(v->leaf_vals = gather_inputs(&v->o, &leaves, NULL, 0, arena, path))) {
-      fprintf(stderr, "xhlo-run: (the inputs of device %d)\n", k);
-      goto out;
+      fprintf(stderr, "xhlo-run: (the inputs of device %d)\n", dev);
+      goto start;
     }
     if (!(v->plat = platform_host_new(&popts, &d)) ||
         !(v->ex = executor_new(a, v->plat, kbytes, klen, kpath, &d))) {
       fprintf(stderr, "xhlo-run: %s: %s\n", path, d.msg ? d.msg : "no executor");
+      goto start;
+    }
+    executor_set_device(v->ex, w, dev / partitions, dev % partitions);
+  }
+  ready = true;
+start:
+  if (mpi) {
+    /* every process ends its run, also one that could not start it, so
+     * that none waits for it */
+    if (ready) dev_main(&devs[0]);
+    bool all = mpi_finish(w, ready && devs[0].ok, ready ? devs[0].d.msg : "could not start",
+                          path, partitions);
+    if (!all) goto out;
+  } else {
+    if (!ready) goto out;
+    int started = 0;
+    for (int k = 0; k < n; k++) {
+      if (pthread_create(&devs[k].thread, NULL, dev_main, &devs[k]) != 0) {
+        for (int j = k; j < n; j++) w->end(w, j, true, "no thread for the device");
+        break;
+      }
+      started++;
+    }
+    for (int k = 0; k < started; k++) pthread_join(devs[k].thread, NULL);
+    bool ok = started == n;
+    for (int k = 0; k < started; k++) ok &= devs[k].ok;
+    if (!ok) {
+      char why[256];
+      int bad = w->first_failed(w, why, sizeof why);
+      if (bad < 0 || bad >= started) bad = started < n ? started : 0;
+      fprintf(stderr, "xhlo-run: %s: device %d (replica %lld, partition %lld): %s\n", path,
+              bad, (long long)(bad / partitions), (long long)(bad % partitions),
+              devs[bad].d.msg ? devs[bad].d.msg : "could not start");
       goto out;
     }
-    executor_set_device(v->ex, w, k / partitions, k % partitions);
-  }
-  int started = 0;
-  for (int k = 0; k < n; k++) {
-    if (pthread_create(&devs[k].thread, NULL, dev_main, &devs[k]) != 0) {
-      for (int j = k; j < n; j++) rdv_exit(w, j, true, "no thread for the device");
-      break;
-    }
-    started++;
-  }
-  for (int k = 0; k < started; k++) pthread_join(devs[k].thread, NULL);
-  bool ok = started == n;
-  for (int k = 0; k < started; k++) ok &= devs[k].ok;
-  if (!ok) {
-    int bad = rdv_first_failed(w);
-    if (bad < 0 || bad >= started) bad = started < n ? started : 0;
-    fprintf(stderr, "xhlo-run: %s: device %d (replica %lld, partition %lld): %s\n", path,
-            bad, (long long)(bad / partitions), (long long)(bad % partitions),
-            devs[bad].d.msg ? devs[bad].d.msg : "could not start");
-    goto out;
   }
   status = 0;
   for (int k = 0; k < n; k++) {
+    int dev = devs[k].dev;
     int nres = io_literal_leaves(devs[k].result, &devs[k].res);
     devs[k].res = xreallocarray(devs[k].res, (size_t)nres + 1, sizeof *devs[k].res);
     devs[k].res[nres] = NULL;
     if (!o->quiet && !o->outputs->len)
-      printf("device %d (replica %lld, partition %lld):\n", k, (long long)(k / partitions),
-             (long long)(k % partitions));
+      printf("device %d (replica %lld, partition %lld):\n", dev, (long long)(dev / partitions),
+             (long long)(dev % partitions));
     int rc = emit_results(&devs[k].o, devs[k].res, nres, devs[k].out);
-    if (rc) fprintf(stderr, "xhlo-run: (the results of device %d)\n", k);
+    if (rc) fprintf(stderr, "xhlo-run: (the results of device %d)\n", dev);
     if (rc) status = rc;
   }
-  if (o->compare && compare_devices(o, a, devs, n, &leaves) != 0) status = 1;
+  if (o->compare && compare_devices(o, a, devs, n, w) != 0) status = 1;
 out:
   fflush(stdout);
   for (int k = 0; k < n; k++) {
@@ -241,7 +278,7 @@ out:
     diag_clear(&v->d);
   }
   free(devs);
-  rdv_free(w);
+  xchg_free(w);
   free(kbytes);
   free(kpath);
   vec_free(&leaves);

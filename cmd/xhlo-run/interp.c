@@ -9,7 +9,8 @@
  * --input, --output and --expected-output specs: "{d}" in a spec stands for
  * d (@x.{d}.npy); a spec without it is the same for every device.  Printed
  * results are preceded by a line naming the device; --random-inputs gives
- * device d the seed SEED + d.
+ * device d the seed SEED + d.  Under an MPI launcher each process runs its
+ * own device (rank d, device d), the collectives through MPI.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,8 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   Arena *arena = arena_new();
   int64_t *bounds = NULL;
   DevIo *io = NULL;
-  int64_t ndev = 0;
+  int64_t ndev = 0, nrun = 0;
+  Exchange *xg = NULL;
   const char *path = src->name;
   ParseOptions popts = {.strip_glog_prefixes = true};
   nm = hlo_parse(src, &popts, &mods, &d);
@@ -90,13 +92,22 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     goto out;
   }
   int nb = o->random_inputs ? io_index_bounds(m, &bounds) : 0;
-  io = xcalloc((size_t)ndev, sizeof *io);
-  Literal ***args = xcalloc((size_t)ndev, sizeof *args);
-  Arena **outs = xcalloc((size_t)ndev, sizeof *outs);
-  Literal **results = xcalloc((size_t)ndev, sizeof *results);
+  int64_t parts = m->num_partitions > 0 ? m->num_partitions : 1;
+  /* under MPI: this process's device only */
+  if (o->mpi && (ndev > 1 || o->mpi_size > 1)) {
+    xg = mpi_join(o, ndev / parts, parts, path);
+    if (!xg) goto out;
+  }
+  int64_t first = xg ? xg->self : 0;
+  nrun = xg ? 1 : ndev;
+  io = xcalloc((size_t)nrun, sizeof *io);
+  Literal ***args = xcalloc((size_t)nrun, sizeof *args);
+  Arena **outs = xcalloc((size_t)nrun, sizeof *outs);
+  Literal **results = xcalloc((size_t)nrun, sizeof *results);
   bool ok = true;
-  for (int64_t k = 0; k < ndev && ok; k++) {
-    DevIo *v = &io[k];
+  for (int64_t j = 0; j < nrun && ok; j++) {
+    int64_t k = first + j;
+    DevIo *v = &io[j];
     device_specs(o->inputs, k, &v->inputs);
     device_specs(o->outputs, k, &v->outputs);
     device_specs(o->expected, k, &v->expected);
@@ -114,8 +125,8 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     /* rebuild tuple parameters from the leaves */
     v->args = io_entry_args(arena, entry, v->leaf_vals);
     v->out = arena_new();
-    args[k] = v->args;
-    outs[k] = v->out;
+    args[j] = v->args;
+    outs[j] = v->out;
   }
 
   EvalOptions eo;
@@ -124,8 +135,24 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   eo.mem_budget = budget;
   eo.time_budget = o->time_budget;
   EvalStatus st;
-  if (ok) ok = eval_module_devices(m, entry->nparams, (Literal *const *const *)args, outs,
-                                   &eo, results, &d, &st);
+  if (xg) {
+    eo.exchange = xg;
+    eo.replica_id = first / parts;
+    eo.partition_id = first % parts;
+    if (ok) ok = eval_module(m, entry->nparams, args[0], outs[0], &eo, &results[0], &d, &st);
+    StrBuf why;
+    sb_init(&why);
+    if (!ok && d.has_error) {
+      if (d.loc.line) sb_printf(&why, "%d:%d: ", d.loc.line, d.loc.col);
+      sb_puts(&why, d.msg ? d.msg : "failed");
+    }
+    ok = mpi_finish(xg, ok, ok ? NULL : why.s ? why.s : "could not start", path, parts);
+    sb_free(&why);
+    diag_clear(&d);
+  } else if (ok) {
+    ok = eval_module_devices(m, entry->nparams, (Literal *const *const *)args, outs, &eo,
+                             results, &d, &st);
+  }
   free(args);
   free(outs);
   if (!ok) {
@@ -134,13 +161,13 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     goto out;
   }
   status = 0;
-  int64_t parts = m->num_partitions > 0 ? m->num_partitions : 1;
-  for (int64_t k = 0; k < ndev; k++) {
-    int nres = io_literal_leaves(results[k], &io[k].res);
+  for (int64_t j = 0; j < nrun; j++) {
+    int64_t k = first + j;
+    int nres = io_literal_leaves(results[j], &io[j].res);
     if (ndev > 1 && !o->quiet && !o->outputs->len)
       printf("device %lld (replica %lld, partition %lld):\n", (long long)k,
              (long long)(k / parts), (long long)(k % parts));
-    int rc = emit_results(&io[k].o, io[k].res, nres, io[k].out);
+    int rc = emit_results(&io[j].o, io[j].res, nres, io[j].out);
     if (rc && ndev > 1) fprintf(stderr, "xhlo-run: (the results of device %lld)\n", (long long)k);
     if (rc) status = rc;
   }
@@ -152,7 +179,8 @@ diag_out:
 out:
   fflush(stdout);
   free(bounds);
-  for (int64_t k = 0; io && k < ndev; k++) devio_free(&io[k]);
+  for (int64_t k = 0; io && k < nrun; k++) devio_free(&io[k]);
+  xchg_free(xg);
   free(io);
   vec_free(&leaves);
   arena_free(arena);

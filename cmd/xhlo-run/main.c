@@ -317,6 +317,7 @@ int main(int argc, char **argv) {
     if (only) usage_error("%s needs --platform=host or cuda", only);
   }
   ro.platform = platform;
+  ro.mpi = xchg_launched(&ro.mpi_rank, &ro.mpi_size);
 
   int status;
   if (artifact) {

@@ -290,7 +290,7 @@ int run_thunks(const RunOpts *o, const char *path) {
   }
   int64_t replicas, partitions;
   artifact_devices(a, &replicas, &partitions);
-  if (replicas * partitions > 1) {
+  if (replicas * partitions > 1 || (o->mpi && o->mpi_size > 1)) {
     status = run_thunks_devices(o, path, a, pname, replicas, partitions);
     goto out;
   }

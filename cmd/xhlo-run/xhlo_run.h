@@ -7,6 +7,8 @@
  *   interp.c   HLO text on the reference interpreter
  *   thunks.c   a compiled artifact (PREFIX.thunks) on the host or a GPU
  *   devices.c  an artifact of several devices, one thread each, on the host
+ *              (or one device per process under an MPI launcher)
+ *   mpi.c      runs under an MPI launcher: joining the job, ending a run
  *   common.c   inputs, outputs and expected outputs
  *   trace_file.c  writing --trace's file whole or not at all
  */
@@ -35,6 +37,10 @@ typedef struct RunOpts {
   bool no_command_buffers;        /* --command-buffers=off */
   bool no_tf32;                   /* --tf32=off */
   bool sync_each_thunk;           /* --sync-each-thunk */
+  /* an MPI launcher started this process (xchg_launched): one device per
+   * process, device mpi_rank of mpi_size */
+  bool mpi;
+  int mpi_rank, mpi_size;
 } RunOpts;
 
 /*
@@ -58,6 +64,22 @@ void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions)
 /* Runs every device of the artifact on the host, one thread each. */
 int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
                        const char *pname, int64_t replicas, int64_t partitions);
+
+/*
+ * mpi.c: under an MPI launcher
+ */
+/* The MPI job's exchange for this process's device of a module of
+ * replicas x partitions devices; NULL after printing why not (the job's
+ * size differs, libmpi is missing).  Free it with xchg_free. */
+Exchange *mpi_join(const RunOpts *o, int64_t replicas, int64_t partitions,
+                   const char *path);
+/* Ends this process's run (ok, or failed with why) and waits for the
+ * others'; true when every device succeeded.  The first failure is printed
+ * by the process of the device that failed. */
+bool mpi_finish(Exchange *x, bool ok, const char *why, const char *path,
+                int64_t partitions);
+/* Processes of the job on this machine (for sharing its cores). */
+int mpi_local_size(const RunOpts *o);
 
 /*
  * common.c

@@ -18,7 +18,9 @@
  *                    one (pairs name replicas without a channel_id,
  *                    partitions with one), zeros when none does
  * Several operands (the combined forms) are treated one by one.  A device
- * alone in its group needs no meeting.  The -start forms wrap the result in
+ * alone in its group needs no meeting.  When the devices are the processes
+ * of an MPI job (EvalOptions.exchange), each member sends all its operands
+ * to every member instead (gather_peers), and computes the same way.  The -start forms wrap the result in
  * the tuple their shape asks for: (operands, results, contexts...); the
  * all-gather and collective-permute -start forms of XLA's older exporter,
  * shaped as their result, and its (operand, result) all-reduce-start are
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../support/exchange.h"
 #include "evalp.h"
 
 #define MAX_LEAVES 64
@@ -200,6 +203,68 @@ static bool compute_leaf(Coll *c, int k, EvalValue *out, int src) {
   }
 }
 
+/* Every member's operand values, through the exchange: each sends its
+ * operands' bytes, side by side, to all; member j's values are made of the
+ * bytes it sent, in this device's operand shapes.  peers[j] is a (heap)
+ * array of its values; own are this device's.  False with the message in
+ * why. */
+static bool gather_peers(Eval *ev, const HloInstr *i, EvalValue *const *own,
+                         const XchgGroup *g, void **peers, char *why, size_t nwhy) {
+  int n = g->n;
+  size_t total = 0;
+  for (int k = 0; k < i->nops; k++) total += (size_t)own[k]->nbytes;
+  uint8_t *mine = xmalloc(total + 1), *all = xmalloc(total * (size_t)n + 1);
+  size_t at = 0;
+  for (int k = 0; k < i->nops; k++) {
+    memcpy(mine + at, own[k]->data, (size_t)own[k]->nbytes);
+    at += (size_t)own[k]->nbytes;
+  }
+  const void **send = xcalloc((size_t)n, sizeof *send);
+  void **recv = xcalloc((size_t)n, sizeof *recv);
+  size_t *sizes = xcalloc((size_t)n, sizeof *sizes);
+  for (int j = 0; j < n; j++) {
+    send[j] = mine;
+    recv[j] = all + (size_t)j * total;
+    sizes[j] = total;
+  }
+  bool ok = ev->o.exchange->exchange(ev->o.exchange, g, send, sizes, recv, sizes, why, nwhy);
+  for (int j = 0; j < n; j++) {
+    if (j == g->me) {
+      peers[j] = (void *)own;
+      continue;
+    }
+    EvalValue **v = xcalloc((size_t)i->nops + 1, sizeof *v);
+    peers[j] = v;
+    at = 0;
+    for (int k = 0; ok && k < i->nops; k++) {
+      if (!(v[k] = ev_array_nozero(ev, i->ops[k]->shape)) || v[k]->nbytes != own[k]->nbytes) {
+        snprintf(why, nwhy, "no memory for a member's operand");
+        ok = false;
+        break;
+      }
+      memcpy(v[k]->data, recv[j] + at, (size_t)v[k]->nbytes);
+      at += (size_t)v[k]->nbytes;
+    }
+  }
+  free(mine);
+  free(all);
+  free(send);
+  free(recv);
+  free(sizes);
+  return ok;
+}
+
+static void free_peers(Eval *ev, const HloInstr *i, void **peers, int n, int me) {
+  for (int j = 0; peers && j < n; j++) {
+    if (j == me || !peers[j]) continue;
+    EvalValue **v = peers[j];
+    for (int k = 0; k < i->nops; k++)
+      if (v[k]) ev_unref(ev, v[k]);
+    free(v);
+  }
+  free(peers);
+}
+
 /* The collective's results, of shape rs (one array, or a tuple of one per
  * operand). */
 static EvalValue *collective_results(Eval *ev, const HloInstr *i,
@@ -244,9 +309,19 @@ static EvalValue *collective_results(Eval *ev, const HloInstr *i,
     return NULL;
   }
   RdvMeet *meet = NULL;
-  void *own[1] = {(void *)a};
+  void *own[1] = {(void *)a}, **gathered = NULL;
   if (n == 1) {
     c.peers = own;
+  } else if (!ev->o.world && ev->o.exchange) {
+    XchgGroup g = {.key = i, .name = i->name, .members = members, .n = (int)n, .me = c.me};
+    gathered = xcalloc((size_t)n, sizeof *gathered);
+    if (!gather_peers(ev, i, a, &g, gathered, why, sizeof why)) {
+      free_peers(ev, i, gathered, (int)n, c.me);
+      free(members);
+      ev_fail(ev, i, EVAL_ERR_INVALID, "%s", why);
+      return NULL;
+    }
+    c.peers = (void *const *)gathered;
   } else if (!ev->o.world) {
     free(members);
     char what[128];
@@ -275,6 +350,7 @@ static EvalValue *collective_results(Eval *ev, const HloInstr *i,
     if (!shape_is_array(ls)) ev_fail(ev, i, EVAL_ERR_INVALID, "collective results must be arrays");
   }
   if (meet) rdv_leave(ev->o.world, meet);
+  free_peers(ev, i, gathered, (int)n, c.me);
   free(members);
   EvalValue *r = NULL;
   if (ok) r = rs->et == ET_TUPLE ? ev_tuple(ev, rs, nres, el) : ev_ref(el[0]);

@@ -45,6 +45,10 @@ typedef struct EvalOptions {
    * it; lib/support/rendezvous.h); NULL: this device is alone, and
    * collectives with more participants fail. */
   struct Rendezvous *world;
+  /* Or, this device being one process of an MPI job (lib/support/
+   * exchange.h, world NULL): each collective gathers every member's
+   * operands through it. */
+  struct Exchange *exchange;
 } EvalOptions;
 
 void eval_options_default(EvalOptions *o);

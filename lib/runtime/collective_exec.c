@@ -1,23 +1,30 @@
 /*
  * collective_exec.c - collective thunks at run time: every device of a
- * multi-device run has its own executor on its own thread; at a collective
- * each one stages its operands in host memory (row-major, whatever their
- * layout), the participants meet (lib/support/rendezvous.h), each computes
- * its own results from all members' operands in group order, and writes
- * them back into its result slices (in their layouts).  Through host memory,
- * so it works on any platform; on the host CPU it is shared memory between
- * the device threads.
+ * multi-device run has its own executor (a thread of this process, or one
+ * process of an MPI job).  At a collective each one stages its operands in
+ * host memory (row-major, whatever their layout, all operands in one
+ * block), the members of its group move bytes with exchanges
+ * (lib/support/exchange.h), and each writes its results back into its
+ * result slices (in their layouts).  Through host memory, so it works on
+ * any platform and any transport.
  *
- * The results are the interpreter's (lib/eval/collective.c) for the
- * reductions XLA's runtimes know (sum, product, min, max: eval_combine):
- *   all-reduce      folded left to right over the group
- *   reduce-scatter  the same on this member's chunk of dimension d
- *   all-gather      the members' operands concatenated along d
- *   all-to-all      chunk m along d from member m's chunk `me` (array form);
- *                   operand `me` of member m as result m (tuple form)
- *   collective-permute  the operand of the member whose pair targets this
- *                   one, zeros when none does
- *   collective-broadcast  the first member's operands
+ * The results are the interpreter's (lib/eval/collective.c), bit for bit,
+ * for the reductions XLA's runtimes know (sum, product, min, max:
+ * eval_combine), and each member moves what NCCL's ring algorithms move:
+ *   all-reduce      the elements split in n chunks; chunk j of every member
+ *                   goes to member j (one exchange), which folds them left
+ *                   to right in group order, and every member sends its
+ *                   folded chunk to all (a second): 2(n-1)/n of the bytes
+ *                   out and in.  Operands of one element type, staged side
+ *                   by side, are one flat all-reduce (a combined one)
+ *   reduce-scatter  the same first exchange on this member's chunk of
+ *                   dimension d, folded in group order
+ *   all-gather      the operand to every member, concatenated along d
+ *   all-to-all      chunk j along d to member j (array form); operand j to
+ *                   member j (tuple form)
+ *   collective-permute  the operand to the members its pairs target; zeros
+ *                   when no pair targets this one
+ *   collective-broadcast  the first member's operands to all
  *   replica-id, partition-id  this device's number, u32
  */
 #include <stdlib.h>
@@ -93,18 +100,14 @@ static bool identity_layout(const Shape *s) {
   return true;
 }
 
-/* Device bytes of slice addr into a row-major host buffer (heap). */
-static uint8_t *stage_in(Platform *p, DevPtr addr, const Shape *s, int64_t n,
-                         Diag *d) {
-  uint8_t *buf = xmalloc((size_t)n + 1), *phys = identity_layout(s) ? buf : xmalloc((size_t)n + 1);
+/* Device bytes of slice addr into buf, row-major. */
+static bool stage_in(Platform *p, DevPtr addr, const Shape *s, int64_t n, uint8_t *buf,
+                     Diag *d) {
+  uint8_t *phys = identity_layout(s) ? buf : xmalloc((size_t)n + 1);
   bool ok = n == 0 || p->copy_d2h(p, phys, addr, (size_t)n, d);
   if (ok && phys != buf) layout_from_physical(s, phys, buf);
   if (phys != buf) free(phys);
-  if (!ok) {
-    free(buf);
-    return NULL;
-  }
-  return buf;
+  return ok;
 }
 
 static bool stage_out(Platform *p, DevPtr addr, const Shape *s, int64_t n,
@@ -124,97 +127,261 @@ static void split_at(const Shape *s, int64_t d, int64_t *outer, int64_t *inner) 
   for (int k = 0; k < s->rank; k++) *(k < d ? outer : inner) *= s->dims[k];
 }
 
-typedef struct Meet {
-  int n, me;
-  uint8_t *const *const *peers;    /* per member: its staged operands */
-} Meet;
+/* One collective on this member: its group, and the exchanges. */
+typedef struct Run {
+  const CollExec *x;
+  Exchange *xg;
+  XchgGroup g;
+  Diag *d;
+  /* the exchange's arrays, n each */
+  const void **send;
+  void **recv;
+  size_t *sb, *rb;
+} Run;
 
-#define PEER(mt, m, k) ((mt)->peers[m][k])
-
-/* Result k of this member into out (row-major, x->out_bytes[k] bytes). */
-static bool compute(const CollExec *x, const Meet *mt, int k, int src,
-                    uint8_t *out, Diag *d) {
-  const CollDesc *c = x->t->coll;
-  const Shape *is = x->in[k];
-  int eb = et_bytes(is->et);
-  int64_t outer, inner, n = mt->n;
-  int64_t dim = c->dim;
-  switch (c->kind) {
-  case COLL_ALL_REDUCE:
-  case COLL_REDUCE_SCATTER: {
-    int64_t chunks = c->kind == COLL_REDUCE_SCATTER ? n : 1;
-    outer = 1, inner = shape_elements(is);
-    if (chunks > 1) {
-      if (dim < 0 || dim >= is->rank || is->dims[dim] % chunks)
-        return run_err(d, "bad scatter dimension");
-      split_at(is, dim, &outer, &inner);
-    }
-    int64_t ce = inner / chunks;
-    if (outer * ce * eb != x->out_bytes[k])
-      return run_err(d, "result size does not match");
-    for (int64_t o = 0; o < outer; o++) {
-      int64_t s0 = (o * chunks + (chunks > 1 ? mt->me : 0)) * ce * eb;
-      uint8_t *dst = out + o * ce * eb;
-      memcpy(dst, PEER(mt, 0, k) + s0, (size_t)(ce * eb));
-      for (int m = 1; m < n; m++)
-        eval_combine(is->et, (EvalCombine)c->reduction, dst, PEER(mt, m, k) + s0, ce);
-    }
-    return true;
-  }
-  case COLL_ALL_GATHER: {
-    if (dim < 0 || dim >= is->rank)
-      return run_err(d, "bad all-gather dimension");
-    split_at(is, dim, &outer, &inner);
-    size_t cb = (size_t)(inner * eb);
-    if ((int64_t)cb * outer * n != x->out_bytes[k])
-      return run_err(d, "result size does not match");
-    for (int64_t o = 0; o < outer; o++)
-      for (int m = 0; m < n; m++)
-        memcpy(out + (o * n + m) * cb, PEER(mt, m, k) + o * cb, cb);
-    return true;
-  }
-  case COLL_ALL_TO_ALL:
-    if (dim < 0) {
-      if (x->in_bytes[mt->me] != x->out_bytes[k])
-        return run_err(d, "result size does not match");
-      memcpy(out, PEER(mt, k, mt->me), (size_t)x->out_bytes[k]);
-      return true;
-    }
-    if (dim >= is->rank || is->dims[dim] % n)
-      return run_err(d, "bad all-to-all dimension");
-    split_at(is, dim, &outer, &inner);
-    if (outer * inner * eb != x->out_bytes[k])
-      return run_err(d, "result size does not match");
-    {
-      size_t cb = (size_t)(inner / n * eb);
-      for (int64_t o = 0; o < outer; o++)
-        for (int m = 0; m < n; m++)
-          memcpy(out + (o * n + m) * cb, PEER(mt, m, k) + (o * n + mt->me) * cb, cb);
-    }
-    return true;
-  case COLL_COLLECTIVE_BROADCAST:
-    if (x->in_bytes[k] != x->out_bytes[k])
-      return run_err(d, "result size does not match");
-    memcpy(out, PEER(mt, 0, k), (size_t)x->out_bytes[k]);
-    return true;
-  case COLL_COLLECTIVE_PERMUTE:
-    if (src < 0) memset(out, 0, (size_t)x->out_bytes[k]);
-    else memcpy(out, PEER(mt, src, k), (size_t)x->out_bytes[k]);
-    return true;
-  default:
-    return run_err(d, "unknown collective");
+/* Clears the exchange's arrays for the next one. */
+static void clear(Run *r) {
+  for (int j = 0; j < r->g.n; j++) {
+    r->send[j] = r->recv[j] = NULL;
+    r->sb[j] = r->rb[j] = 0;
   }
 }
 
-bool coll_run(const CollExec *x, Platform *p, Rendezvous *w, int64_t replica,
-              int64_t partition, const DevPtr *in, const DevPtr *out, Diag *d) {
+static bool xfer(Run *r) {
+  char why[320];
+  if (r->g.n == 1) {
+    if (r->sb[0] != r->rb[0]) return run_err(r->d, "result size does not match");
+    if (r->rb[0] && r->recv[0] != r->send[0]) memcpy(r->recv[0], r->send[0], r->rb[0]);
+    return true;
+  }
+  if (!r->xg->exchange(r->xg, &r->g, r->send, r->sb, r->recv, r->rb, why, sizeof why))
+    return run_err(r->d, why);
+  return true;
+}
+
+/* Element range [lo(j), lo(j+1)) of n elements split in g.n chunks. */
+static int64_t lo(const Run *r, int64_t n, int j) {
+  return (int64_t)((__int128)n * j / r->g.n);
+}
+
+/* all-reduce of n elements of type et: in -> out (distinct buffers). */
+static bool all_reduce(Run *r, ElemType et, const uint8_t *in, uint8_t *out, int64_t n) {
+  const CollDesc *c = r->x->t->coll;
+  int me = r->g.me, eb = et_bytes(et);
+  size_t mine = (size_t)((lo(r, n, me + 1) - lo(r, n, me)) * eb);
+  uint8_t *acc = out + lo(r, n, me) * eb;
+  uint8_t *tmp = xmalloc(mine * (size_t)r->g.n + 1);
+  clear(r);
+  for (int j = 0; j < r->g.n; j++) {
+    r->send[j] = in + lo(r, n, j) * eb;
+    r->sb[j] = (size_t)((lo(r, n, j + 1) - lo(r, n, j)) * eb);
+    r->recv[j] = j == 0 ? acc : tmp + (size_t)j * mine;
+    r->rb[j] = mine;
+  }
+  bool ok = xfer(r);
+  for (int m = 1; ok && m < r->g.n; m++)
+    eval_combine(et, (EvalCombine)c->reduction, acc, tmp + (size_t)m * mine,
+                 (int64_t)(mine / (size_t)eb));
+  free(tmp);
+  if (!ok) return false;
+  clear(r);
+  for (int j = 0; j < r->g.n; j++) {
+    r->send[j] = acc;
+    r->sb[j] = mine;
+    r->recv[j] = out + lo(r, n, j) * eb;
+    r->rb[j] = (size_t)((lo(r, n, j + 1) - lo(r, n, j)) * eb);
+  }
+  return xfer(r);
+}
+
+/* Packs, for each of outer runs, the run at in + o*stride + at (len
+ * bytes) one after another into dst; unpack is the reverse. */
+static void pack(uint8_t *dst, const uint8_t *in, int64_t outer, size_t stride, size_t at,
+                 size_t len) {
+  for (int64_t o = 0; o < outer; o++) memcpy(dst + o * len, in + o * stride + at, len);
+}
+
+static void unpack(uint8_t *out, const uint8_t *src, int64_t outer, size_t stride,
+                   size_t at, size_t len) {
+  for (int64_t o = 0; o < outer; o++) memcpy(out + o * stride + at, src + o * len, len);
+}
+
+/* reduce-scatter of operand k: this member's chunk of dimension dim. */
+static bool reduce_scatter(Run *r, int k, const uint8_t *in, uint8_t *out) {
+  const CollExec *x = r->x;
+  const CollDesc *c = x->t->coll;
+  const Shape *is = x->in[k];
+  int n = r->g.n, eb = et_bytes(is->et);
+  int64_t outer, inner;
+  if (c->dim < 0 || c->dim >= is->rank || is->dims[c->dim] % n)
+    return run_err(r->d, "bad scatter dimension");
+  split_at(is, c->dim, &outer, &inner);
+  size_t cb = (size_t)(inner / n * eb), part = (size_t)outer * cb;
+  if ((int64_t)part != x->out_bytes[k]) return run_err(r->d, "result size does not match");
+  uint8_t *packed = outer > 1 ? xmalloc(part * (size_t)n + 1) : NULL;
+  uint8_t *tmp = xmalloc(part * (size_t)n + 1);
+  clear(r);
+  for (int j = 0; j < n; j++) {
+    if (packed) pack(packed + j * part, in, outer, (size_t)inner * eb, j * cb, cb);
+    r->send[j] = packed ? packed + j * part : in + j * cb;
+    r->sb[j] = part;
+    r->recv[j] = j == 0 ? out : tmp + j * part;
+    r->rb[j] = part;
+  }
+  bool ok = xfer(r);
+  for (int m = 1; ok && m < n; m++)
+    eval_combine(is->et, (EvalCombine)c->reduction, out, tmp + m * part,
+                 (int64_t)(part / (size_t)eb));
+  free(packed);
+  free(tmp);
+  return ok;
+}
+
+/* all-gather of operand k along dimension dim. */
+static bool all_gather(Run *r, int k, const uint8_t *in, uint8_t *out) {
+  const CollExec *x = r->x;
+  const Shape *is = x->in[k];
+  int n = r->g.n;
+  int64_t outer, inner, dim = x->t->coll->dim;
+  if (dim < 0 || dim >= is->rank) return run_err(r->d, "bad all-gather dimension");
+  split_at(is, dim, &outer, &inner);
+  size_t cb = (size_t)(inner * et_bytes(is->et)), size = (size_t)outer * cb;
+  if ((int64_t)(size * (size_t)n) != x->out_bytes[k])
+    return run_err(r->d, "result size does not match");
+  uint8_t *tmp = outer > 1 ? xmalloc(size * (size_t)n + 1) : NULL;
+  clear(r);
+  for (int j = 0; j < n; j++) {
+    r->send[j] = in;
+    r->sb[j] = r->rb[j] = size;
+    r->recv[j] = (tmp ? tmp : out) + j * size;
+  }
+  bool ok = xfer(r);
+  for (int m = 0; ok && tmp && m < n; m++)
+    unpack(out, tmp + m * size, outer, (size_t)n * cb, m * cb, cb);
+  free(tmp);
+  return ok;
+}
+
+/* all-to-all, array form, of operand k: chunk j along dim to member j. */
+static bool all_to_all(Run *r, int k, const uint8_t *in, uint8_t *out) {
+  const CollExec *x = r->x;
+  const Shape *is = x->in[k];
+  int n = r->g.n;
+  int64_t outer, inner, dim = x->t->coll->dim;
+  if (dim >= is->rank || is->dims[dim] % n) return run_err(r->d, "bad all-to-all dimension");
+  split_at(is, dim, &outer, &inner);
+  if (outer * inner * et_bytes(is->et) != x->out_bytes[k])
+    return run_err(r->d, "result size does not match");
+  size_t cb = (size_t)(inner / n * et_bytes(is->et)), part = (size_t)outer * cb;
+  size_t stride = (size_t)n * cb;
+  uint8_t *packed = outer > 1 ? xmalloc(part * (size_t)n + 1) : NULL;
+  uint8_t *tmp = outer > 1 ? xmalloc(part * (size_t)n + 1) : NULL;
+  clear(r);
+  for (int j = 0; j < n; j++) {
+    if (packed) pack(packed + j * part, in, outer, stride, j * cb, cb);
+    r->send[j] = packed ? packed + j * part : in + j * cb;
+    r->recv[j] = tmp ? tmp + j * part : out + j * cb;
+    r->sb[j] = r->rb[j] = part;
+  }
+  bool ok = xfer(r);
+  for (int m = 0; ok && tmp && m < n; m++) unpack(out, tmp + m * part, outer, stride, m * cb, cb);
+  free(packed);
+  free(tmp);
+  return ok;
+}
+
+/* Runs the collective as member r->g.me on row-major host buffers. */
+static bool run_host(Run *r, uint8_t *const *in, uint8_t *const *out) {
+  const CollExec *x = r->x;
+  const CollDesc *c = x->t->coll;
+  int n = r->g.n, me = r->g.me;
+  switch (c->kind) {
+  case COLL_ALL_REDUCE: {
+    /* operands of one type side by side in memory: one flat all-reduce */
+    bool flat = c->n > 0;
+    int64_t total = 0;
+    for (int k = 0; k < c->n; k++) {
+      if (x->in_bytes[k] != x->out_bytes[k]) return run_err(r->d, "result size does not match");
+      flat &= x->in[k]->et == x->in[0]->et &&
+              (k == 0 || (in[k] == in[k - 1] + x->in_bytes[k - 1] &&
+                          out[k] == out[k - 1] + x->out_bytes[k - 1]));
+      total += shape_elements(x->in[k]);
+    }
+    if (flat) return all_reduce(r, x->in[0]->et, in[0], out[0], total);
+    for (int k = 0; k < c->n; k++)
+      if (!all_reduce(r, x->in[k]->et, in[k], out[k], shape_elements(x->in[k]))) return false;
+    return true;
+  }
+  case COLL_REDUCE_SCATTER:
+    for (int k = 0; k < c->n; k++)
+      if (!reduce_scatter(r, k, in[k], out[k])) return false;
+    return true;
+  case COLL_ALL_GATHER:
+    for (int k = 0; k < c->n; k++)
+      if (!all_gather(r, k, in[k], out[k])) return false;
+    return true;
+  case COLL_ALL_TO_ALL:
+    if (c->dim >= 0) {
+      for (int k = 0; k < c->n; k++)
+        if (!all_to_all(r, k, in[k], out[k])) return false;
+      return true;
+    }
+    if (c->n != n) return run_err(r->d, "a tuple all-to-all needs one operand per participant");
+    clear(r);
+    for (int j = 0; j < n; j++) {
+      if (x->in_bytes[me] != x->out_bytes[j]) return run_err(r->d, "result size does not match");
+      r->send[j] = in[j];
+      r->sb[j] = (size_t)x->in_bytes[j];
+      r->recv[j] = out[j];
+      r->rb[j] = (size_t)x->out_bytes[j];
+    }
+    return xfer(r);
+  case COLL_COLLECTIVE_BROADCAST:
+    for (int k = 0; k < c->n; k++) {
+      if (x->in_bytes[k] != x->out_bytes[k]) return run_err(r->d, "result size does not match");
+      clear(r);
+      for (int j = 0; j < n; j++) {
+        r->send[j] = in[k];
+        r->sb[j] = me == 0 ? (size_t)x->in_bytes[k] : 0;
+      }
+      r->recv[0] = out[k];
+      r->rb[0] = (size_t)x->out_bytes[k];
+      if (!xfer(r)) return false;
+    }
+    return true;
+  case COLL_COLLECTIVE_PERMUTE:
+    for (int k = 0; k < c->n; k++) {
+      if (x->in_bytes[k] != x->out_bytes[k]) return run_err(r->d, "result size does not match");
+      clear(r);
+      int src = -1;
+      for (int q = 0; q < c->npairs; q++) {
+        int64_t s = c->pairs[q][0], t = c->pairs[q][1];
+        if (s < 0 || s >= n || t < 0 || t >= n) continue;
+        if (s == me) {
+          r->send[t] = in[k];
+          r->sb[t] = (size_t)x->in_bytes[k];
+        }
+        if (t == me) src = (int)s;
+      }
+      for (int j = 0; j < n; j++) {
+        r->recv[j] = j == src ? out[k] : NULL;
+        r->rb[j] = j == src ? (size_t)x->out_bytes[k] : 0;
+      }
+      if (src < 0) memset(out[k], 0, (size_t)x->out_bytes[k]);
+      if (!xfer(r)) return false;
+    }
+    return true;
+  default:
+    return run_err(r->d, "unknown collective");
+  }
+}
+
+/* The group of device (replica, partition) at x: NULL members with the
+ * message in d when there is none. */
+static bool group_of(const CollExec *x, int64_t replica, int64_t partition, XchgGroup *g,
+                     Diag *d) {
   const Thunk *t = x->t;
   const CollDesc *c = t->coll;
-  if (c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID) {
-    uint32_t v = (uint32_t)(c->kind == COLL_REPLICA_ID ? replica : partition);
-    return p->copy_h2d(p, out[0], &v, 4, d);
-  }
-  if (!p->synchronize(p, d)) return false;
   char why[256];
   int64_t *members = NULL;
   int n = hlo_group_participants((CollectiveGroupMode)c->mode, c->ngroups, c->groups,
@@ -222,49 +389,81 @@ bool coll_run(const CollExec *x, Platform *p, Rendezvous *w, int64_t replica,
                                  replica, partition, &members, why, sizeof why);
   if (n < 0) return run_err(d, why);
   int64_t self = replica * c->num_partitions + partition;
-  Meet mt = {.n = n, .me = -1};
+  *g = (XchgGroup){.key = t, .name = t->annotation ? t->annotation : "collective",
+                   .members = members, .n = n, .me = -1};
   for (int k = 0; k < n; k++)
-    if (members[k] == self) mt.me = k;
-  if (c->kind == COLL_ALL_TO_ALL && c->dim < 0 && c->n != n) {
+    if (members[k] == self) g->me = k;
+  if (g->me < 0) {
     free(members);
-    return run_err(d, "a tuple all-to-all needs one operand per participant");
+    return run_err(d, "this device is not among the participants");
   }
-  uint8_t **mine = xcalloc((size_t)c->n + 1, sizeof *mine);
-  uint8_t **res = xcalloc((size_t)c->n + 1, sizeof *res);
-  bool ok = true;
-  for (int k = 0; ok && k < c->n; k++)
-    ok = (mine[k] = stage_in(p, in[k], x->in[k], x->in_bytes[k], d)) != NULL;
-  RdvMeet *meet = NULL;
-  uint8_t *const *own[1] = {mine};
-  if (ok && n == 1) {
-    mt.peers = own;
-  } else if (ok && !w) {
+  return true;
+}
+
+bool coll_run_host(const CollExec *x, Exchange *xg, int64_t replica, int64_t partition,
+                   uint8_t *const *in, uint8_t *const *out, Diag *d) {
+  Run r = {.x = x, .xg = xg, .d = d};
+  if (!group_of(x, replica, partition, &r.g, d)) return false;
+  int n = r.g.n;
+  bool ok;
+  if (n > 1 && !xg) {
+    char why[96];
     snprintf(why, sizeof why, "%d devices take part but the run has only this one", n);
     ok = run_err(d, why);
-  } else if (ok) {
-    void *const *brought;
-    meet = rdv_join(w, t, t->annotation ? t->annotation : "collective", members, n, self,
-                    mine, &brought, why, sizeof why);
-    if (!meet) ok = run_err(d, why);
-    mt.peers = (uint8_t *const *const *)brought;
+  } else {
+    r.send = xcalloc((size_t)n, sizeof *r.send);
+    r.recv = xcalloc((size_t)n, sizeof *r.recv);
+    r.sb = xcalloc((size_t)n, sizeof *r.sb);
+    r.rb = xcalloc((size_t)n, sizeof *r.rb);
+    ok = run_host(&r, in, out);
+    free(r.send);
+    free(r.recv);
+    free(r.sb);
+    free(r.rb);
   }
-  int src = -1;
-  if (ok && c->kind == COLL_COLLECTIVE_PERMUTE)
-    for (int q = 0; q < c->npairs; q++)
-      if (c->pairs[q][1] == mt.me && c->pairs[q][0] < n) src = (int)c->pairs[q][0];
-  for (int k = 0; ok && k < c->n; k++) {
-    res[k] = xmalloc((size_t)x->out_bytes[k] + 1);
-    ok = compute(x, &mt, k, src, res[k], d);
+  free((void *)r.g.members);
+  return ok;
+}
+
+bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps *dev,
+              int64_t replica, int64_t partition, const DevPtr *in, const DevPtr *out,
+              Diag *d) {
+  const CollDesc *c = x->t->coll;
+  if (c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID) {
+    uint32_t v = (uint32_t)(c->kind == COLL_REPLICA_ID ? replica : partition);
+    return p->copy_h2d(p, out[0], &v, 4, d);
   }
-  if (meet) rdv_leave(w, meet);
-  for (int k = 0; ok && k < c->n; k++)
-    ok = stage_out(p, out[k], x->out[k], x->out_bytes[k], res[k], d);
+  if (dev) {
+    XchgGroup g;
+    if (!group_of(x, replica, partition, &g, d)) return false;
+    bool ok = true, mine = g.n > 1;
+    if (mine) ok = dev->run(dev->impl, p, c, &g, in, out, d);
+    free((void *)g.members);
+    if (mine) return ok;
+  }
+  if (!p->synchronize(p, d)) return false;
+  /* every operand in one block, every result in another, side by side */
+  size_t nin = 0, nout = 0;
   for (int k = 0; k < c->n; k++) {
-    free(mine[k]);
-    free(res[k]);
+    nin += (size_t)x->in_bytes[k];
+    nout += (size_t)x->out_bytes[k];
   }
-  free(mine);
-  free(res);
-  free(members);
+  uint8_t *ib = xmalloc(nin + 1), *ob = xmalloc(nout + 1);
+  uint8_t **ins = xcalloc((size_t)c->n + 1, sizeof *ins);
+  uint8_t **outs = xcalloc((size_t)c->n + 1, sizeof *outs);
+  bool ok = true;
+  for (int k = 0; k < c->n; k++) {
+    ins[k] = k ? ins[k - 1] + x->in_bytes[k - 1] : ib;
+    outs[k] = k ? outs[k - 1] + x->out_bytes[k - 1] : ob;
+  }
+  for (int k = 0; ok && k < c->n; k++)
+    ok = stage_in(p, in[k], x->in[k], x->in_bytes[k], ins[k], d);
+  if (ok) ok = coll_run_host(x, xg, replica, partition, ins, outs, d);
+  for (int k = 0; ok && k < c->n; k++)
+    ok = stage_out(p, out[k], x->out[k], x->out_bytes[k], outs[k], d);
+  free(ib);
+  free(ob);
+  free(ins);
+  free(outs);
   return ok;
 }

@@ -1,22 +1,52 @@
 /*
  * collective_exec.h - collective thunks at run time (collective_exec.c),
  * for the executor.
+ *
+ * The devices of a run move bytes through an Exchange
+ * (lib/support/exchange.h): threads of this process, or the processes of
+ * an MPI job.  Collectives are staged through host memory and built on
+ * exchange alone, so any transport that can move bytes runs every
+ * collective, and the results are the interpreter's bits.
  */
 #ifndef XHLOC_COLLECTIVE_EXEC_H
 #define XHLOC_COLLECTIVE_EXEC_H
 
-#include "../support/rendezvous.h"
+#include "../support/exchange.h"
 #include "platform.h"
 
 typedef struct CollExec CollExec;
 
+/* A transport on device memory beside the host staging (NCCL on a GPU).
+ * When the executor has one (executor_set_device_collectives), every
+ * collective thunk with more than one participant goes to run instead:
+ * it issues collective c for member g->me of group g (device ids in group
+ * order) on the platform's stream, in order with the kernels, reading the
+ * device addresses in[k] and writing out[k]; false with a message in d
+ * when it cannot.  Its communicators are made with the host exchange:
+ * member 0 of a group makes the unique id (ncclGetUniqueId) and xchg_bcast
+ * (lib/support/exchange.h) carries it to the others, through MPI when the
+ * devices are processes. */
+typedef struct CollDeviceOps {
+  void *impl;
+  bool (*run)(void *impl, Platform *p, const CollDesc *c, const XchgGroup *g,
+              const DevPtr *in, const DevPtr *out, Diag *d);
+} CollDeviceOps;
+
 /* Checks collective thunk t (its shapes against its slices, its element
  * types against its reduction) and parses what a run needs, in a. */
 CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d);
-/* Runs it as device (replica, partition) of the run whose devices meet in
- * w (NULL: this device alone); in[k] and out[k] are the device addresses
- * of its operand and result slices. */
-bool coll_run(const CollExec *x, Platform *p, Rendezvous *w, int64_t replica,
-              int64_t partition, const DevPtr *in, const DevPtr *out, Diag *d);
+/* Runs it as device (replica, partition) of the run whose devices meet
+ * through xg (NULL: this device alone), or through dev when it is not
+ * NULL; in[k] and out[k] are the device addresses of its operand and
+ * result slices. */
+bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps *dev,
+              int64_t replica, int64_t partition, const DevPtr *in, const DevPtr *out,
+              Diag *d);
+/* The same on host buffers: in[k] and out[k] hold operand and result k,
+ * row-major, in distinct memory (all-reduce operands of one element type
+ * that lie side by side, results too, are reduced as one flat array).
+ * The identity ops (replica-id, partition-id) are not for it. */
+bool coll_run_host(const CollExec *x, Exchange *xg, int64_t replica, int64_t partition,
+                   uint8_t *const *in, uint8_t *const *out, Diag *d);
 
 #endif

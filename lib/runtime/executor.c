@@ -122,7 +122,8 @@ struct Executor {
   int traced_runs;
   double trace_t0;                /* the first traced run's start, ms */
   double run_origin;              /* this run's start from trace_t0, ms */
-  Rendezvous *world;              /* executor_set_device; NULL: alone */
+  Exchange *xchg;                 /* executor_set_device; NULL: alone */
+  const CollDeviceOps *coll_dev;  /* executor_set_device_collectives */
   int64_t replica, partition;
   double trace_end;               /* the last traced run's end, ms */
   int base_mark;                  /* the mark at this run's start */
@@ -719,11 +720,14 @@ void executor_set_sync_each_thunk(Executor *e, bool on) {
   e->sync_each = on;
 }
 
-void executor_set_device(Executor *e, Rendezvous *world, int64_t replica,
-                         int64_t partition) {
-  e->world = world;
+void executor_set_device(Executor *e, Exchange *xg, int64_t replica, int64_t partition) {
+  e->xchg = xg;
   e->replica = replica;
   e->partition = partition;
+}
+
+void executor_set_device_collectives(Executor *e, const CollDeviceOps *ops) {
+  e->coll_dev = ops;
 }
 
 void executor_set_command_buffers(Executor *e, bool on) {
@@ -961,7 +965,7 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
     if (e->no_cmdbufs || !p->cmdbuf_begin) return run_seq(e, &x->cmds, d);
     return run_cmdbuf(e, x, d);
   case THUNK_COLLECTIVE:
-    return coll_run(x->coll, p, e->world, e->replica, e->partition, x->coll_in,
+    return coll_run(x->coll, p, e->xchg, e->coll_dev, e->replica, e->partition, x->coll_in,
                     x->coll_out, d);
   }
   return false;

@@ -23,7 +23,7 @@
 #define XHLOC_PLATFORM_H
 
 #include "../hlo/hlo.h"
-#include "../support/rendezvous.h"
+#include "../support/exchange.h"
 #include "thunks.h"
 
 typedef uint64_t DevPtr;
@@ -167,11 +167,16 @@ void executor_set_profile(Executor *e, bool on);
  * thunks run since the previous one. */
 void executor_set_sync_each_thunk(Executor *e, bool on);
 /* A multi-device run: this executor is device (replica, partition), and
- * its collective thunks meet the other devices' executors (each on its own
- * thread, sharing the artifact) in world.  Unset, collective thunks with
- * more than one participant fail; replica-id and partition-id are 0. */
-void executor_set_device(Executor *e, Rendezvous *world, int64_t replica,
-                         int64_t partition);
+ * its collective thunks meet the other devices' executors through xg
+ * (lib/support/exchange.h: threads of this process sharing the artifact,
+ * or the processes of an MPI job).  Unset, collective thunks with more
+ * than one participant fail; replica-id and partition-id are 0. */
+void executor_set_device(Executor *e, Exchange *xg, int64_t replica, int64_t partition);
+/* Collectives on device memory instead of staged through the host
+ * (collective_exec.h, CollDeviceOps: NCCL); NULL: staged.  ops must
+ * outlive the executor. */
+struct CollDeviceOps;
+void executor_set_device_collectives(Executor *e, const struct CollDeviceOps *ops);
 
 /* Command buffers (on by default): on a platform that has them, a
  * COMMAND_BUFFER thunk is recorded the first time it runs and replayed

@@ -69,6 +69,8 @@ void rdv_free(Rendezvous *w) {
 
 int rdv_first_failed(const Rendezvous *w) { return w->first_failed; }
 
+const char *rdv_failure(const Rendezvous *w) { return w->aborted ? w->why : ""; }
+
 static void abort_run(Rendezvous *w, int dev, const char *why) {
   if (w->aborted) return;
   w->aborted = true;

@@ -33,6 +33,8 @@ void rdv_free(Rendezvous *w);      /* NULL is fine */
 void rdv_exit(Rendezvous *w, int dev, bool failed, const char *why);
 /* The device whose failure ended the run first; -1 when none did. */
 int rdv_first_failed(const Rendezvous *w);
+/* Its message ("" when none failed). */
+const char *rdv_failure(const Rendezvous *w);
 
 /* Joins meeting `key` of the n devices `members` as device `me` (one of
  * them), bringing `mine`.  Returns once every member has joined, with

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# check-collectives-mpi.sh - the multi-device cases of testdata/collectives/
+# under an MPI launcher: `mpirun -np N xhlo-run ...` runs one device per
+# process (rank d is device d, its --input=@in{K}.{d}.npy and
+# --expected-output=@out{K}.{d}.npy), the collectives through MPI
+# (lib/support/exchange_mpi.c, OpenMPI opened with dlopen).  Each case runs
+# on the interpreter and compiled for the host, and every device must match
+# XLA's results, as in check-collectives.sh with threads.  Then what must
+# fail does, with its message and never a hang: devices that run different
+# collectives, a job of another size than the module's devices, a missing
+# libmpi.
+#
+# OpenMPI (openmpi-bin, libopenmpi-dev) comes from scripts/setup.sh; without
+# mpirun this check fails, saying so.  The job stays on this machine:
+# shared memory between the processes, the launcher's own wiring on
+# loopback.  Run from the repository root; binaries in ${XHLOC_BIN:-build/bin}.
+set -u
+bin=${XHLOC_BIN:-build/bin}
+dir=${XHLOC_COLLECTIVES_TESTDATA:-testdata/collectives}
+run=$bin/xhlo-run
+xhloc=$bin/xhloc
+passed=0
+failed=0
+
+if ! command -v mpirun >/dev/null 2>&1; then
+  echo "check-collectives-mpi: FAIL: mpirun is missing: install OpenMPI with" \
+    "scripts/setup.sh (Debian's openmpi-bin and libopenmpi-dev)"
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+for b in "$run" "$xhloc"; do
+  if [ ! -x "$b" ]; then
+    echo "check-collectives-mpi: FAIL: $b is missing (run make)"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+done
+
+# As root OpenMPI wants --allow-run-as-root; --oversubscribe lets 4
+# processes share fewer cores.
+mpi=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
+     --mca oob_tcp_if_include lo)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+fail() { # what, output
+  failed=$((failed + 1))
+  echo "FAIL: $1:"
+  printf '%s\n' "$2" | grep -v '^---\|^Primary job\|^a non-zero\|^mpirun detected\|^the job\|^ *Process name\|^ *Exit code\|^$' |
+    head -n 8 | sed 's/^/    /'
+}
+
+# The compiled cases xhloc refuses, as in check-collectives.sh.
+declare -A refused=([hand_all_reduce_custom]=1)
+for case in "$dir"/*/; do
+  case=${case%/}
+  name=$(basename "$case")
+  [ -f "$case/module.hlo" ] || continue
+  ndev=$(ls "$case" | grep -c '^in0\.[0-9]*\.npy$')
+  [ "$ndev" -gt 0 ] || ndev=$(ls "$case" | grep -c '^out0\.[0-9]*\.npy$')
+  args=()
+  k=0
+  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
+  k=0
+  while [ -f "$case/out$k.0.npy" ]; do
+    args+=("--expected-output=@$case/out$k.{d}.npy")
+    k=$((k + 1))
+  done
+  out=$(timeout 120 "${mpi[@]}" -np "$ndev" "$run" --platform=interpreter "$case/module.hlo" \
+        "${args[@]}" --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else fail "$case, interpreter, mpirun -np $ndev (exit $rc)" "$out"; fi
+  [ -n "${refused[$name]:-}" ] && continue
+  if ! out=$("$xhloc" --target=host "$case/module.hlo" -o "$tmp/$name" 2>&1); then
+    fail "$case: xhloc --target=host" "$out"
+    continue
+  fi
+  out=$(timeout 120 "${mpi[@]}" -np "$ndev" "$run" "$tmp/$name.thunks" "${args[@]}" \
+        --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else fail "$case, host, mpirun -np $ndev (exit $rc)" "$out"; fi
+done
+
+# --compare under MPI: the interpreter runs this process's device, its
+# collectives through MPI too.
+case=$dir/pmap_psum_loop
+out=$(timeout 120 "${mpi[@]}" -np 4 "$run" "$tmp/pmap_psum_loop.thunks" \
+      --input="@$case/in0.{d}.npy" --compare --quiet 2>&1)
+if [ $? -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c 'output 0: ok$')" -eq 4 ]; then
+  passed=$((passed + 1))
+else
+  fail "--compare under mpirun" "$out"
+fi
+
+expect_fail() { # what, message, command...
+  local what=$1 want=$2
+  shift 2
+  out=$(timeout 120 "$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && printf '%s' "$out" | grep -qF -- "$want"; then
+    passed=$((passed + 1))
+  else
+    fail "$what: want a failure with '$want', got exit $rc" "$out"
+  fi
+}
+
+# Devices that run different collectives fail, naming the collective.
+if "$xhloc" --target=host testdata/eval/hand_collective_deadlock.hlo -o "$tmp/deadlock" \
+     >/dev/null 2>&1; then
+  expect_fail "compiled deadlock" "ar: device 1 ended its run without taking part" \
+    "${mpi[@]}" -np 2 "$run" "$tmp/deadlock.thunks" --input="1 2"
+else
+  fail "xhloc on testdata/eval/hand_collective_deadlock.hlo" ""
+fi
+expect_fail "interpreted deadlock" "ar: device 1 ended its run without taking part" \
+  "${mpi[@]}" -np 2 "$run" testdata/eval/hand_collective_deadlock.hlo --input="1 2"
+# Two devices in different collectives at once: found within seconds.
+expect_fail "different collectives" "(the devices ran different collectives)" \
+  "${mpi[@]}" -np 2 "$run" testdata/eval/hand_collective_mismatch.hlo --input="1 2"
+# The job's size must be the module's device count.
+case=$dir/pmap_psum
+expect_fail "a job of 2 for 4 devices" "but the MPI job has 2 processes: start it with mpirun -np 4" \
+  "${mpi[@]}" -np 2 "$run" "$case/module.hlo" --input="@$case/in0.{d}.npy"
+# libmpi missing: a clear error, not a crash.
+expect_fail "no libmpi" "cannot load OpenMPI's $tmp/none.so" \
+  env XHLO_MPI_LIB="$tmp/none.so" "${mpi[@]}" -x XHLO_MPI_LIB -np 4 "$run" "$case/module.hlo" \
+  --input="@$case/in0.{d}.npy"
+
+echo "check-collectives-mpi: $passed passed, $failed failed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
