@@ -106,6 +106,11 @@ $(BUILD)/obj/tests/unit/%.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS)
 $(BUILD)/obj/tests/unit/test_onednn.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS) \
   $(shell test -f /usr/include/oneapi/dnnl/dnnl.h && echo -DXHLO_HAVE_DNNL_H)
 
+# OpenMPI's mpi.h, when libopenmpi-dev is there, checks lib/support/
+# mpi_min.h in the unit test (xhlo-run itself opens libmpi with dlopen).
+$(BUILD)/obj/tests/unit/test_exchange.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS) \
+  $(shell pkg-config --exists ompi-c 2>/dev/null && echo -DXHLO_HAVE_MPI_H `pkg-config --cflags-only-I ompi-c`)
+
 # The linker's test makes its objects with LLVM-C.
 $(BUILD)/obj/tests/unit/test_host_link.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS) $(LLVM_CFLAGS)
 
