@@ -584,9 +584,10 @@ static bool emit_collective_done(Emitter *e, ThunkVec *v, const HloInstr *i) {
   const HloInstr *s = i->nops == 1 ? i->ops[0] : NULL;
   if (!s)
     return diag_error(e->d, i->loc, "'%s' needs its -start", i->name);
-  int first = s->op == HLO_ALL_REDUCE_START || !shape_is_tuple(s->shape)
-                  ? 0 : shape_leaf_count(s->shape->tuple[0]);
+  int first = hlo_async_done_first_leaf(s, i);
   int n = shape_leaf_count(i->shape);
+  if (first < 0)
+    return diag_error(e->d, i->loc, "'%s' does not match its -start", i->name);
   for (int k = 0; k < n; k++) {
     BufSlice src, dst;
     if (!slice_of(e, s, first + k, &src) || !slice_of(e, i, k, &dst))

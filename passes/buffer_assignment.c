@@ -238,6 +238,18 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
     v = leaves_of(ba, i->ops[0]) + at;
     break;
   }
+  case HLO_ALL_REDUCE_DONE:
+  case HLO_ALL_GATHER_DONE:
+  case HLO_COLLECTIVE_PERMUTE_DONE: {
+    /* the -start's result leaves: no buffer of its own, no copy */
+    const HloInstr *s = i->ops[0];
+    int first = hlo_async_done_first_leaf(s, i);
+    if (first >= 0 && first + n <= ba->nleaves[s->id])
+      v = leaves_of(ba, s) + first;
+    else
+      v = define(ba, i, VK_TEMP);
+    break;
+  }
   case HLO_BITCAST:
   case HLO_OPTIMIZATION_BARRIER:
   case HLO_ADD_DEPENDENCY:

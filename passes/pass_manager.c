@@ -417,6 +417,7 @@ bool pipeline_run_list(HloModule *m, int n, const Pipeline *const *pipes,
   r.d = d;
   r.ctx.diag = d;
   r.ctx.target = o->target;
+  r.ctx.all_reduce_combine_threshold = o->all_reduce_combine_threshold;
   bool ok = true;
   if (o->passes_re)
     ok = r.has_keep = compile_re(&r.keep, o->passes_re, true, "--passes", d);

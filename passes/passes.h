@@ -27,6 +27,8 @@ typedef enum PassTarget { PASS_TARGET_GPU, PASS_TARGET_HOST } PassTarget;
 typedef struct PassContext {
   Diag *diag;                     /* a failing pass records its error here */
   PassTarget target;              /* GPU unless --target=host */
+  int64_t all_reduce_combine_threshold; /* all-reduce-combiner: bytes; 0:
+                                     XLA's default (30 MiB + 7); -1: none */
 } PassContext;
 
 typedef struct Pass {
@@ -90,6 +92,7 @@ typedef struct PipelineOptions {
   FILE *time_out;                 /* NULL: stderr */
   int fix_limit;                  /* fixed-point iteration cap; 0: 25 */
   PassTarget target;              /* passed to every pass (PassContext) */
+  int64_t all_reduce_combine_threshold; /* PassContext's */
 } PipelineOptions;
 
 /* Checks the regexes and --run-passes names (the error lists the known
@@ -110,6 +113,9 @@ bool pipeline_dump(const HloModule *m, const PipelineOptions *o,
  * The passes, one per file (passes/<name>.c).
  */
 bool pass_algsimp(HloModule *m, PassContext *ctx);
+bool pass_all_reduce_combiner(HloModule *m, PassContext *ctx);
+bool pass_async_collective_creator(HloModule *m, PassContext *ctx);
+bool pass_latency_hiding_scheduler(HloModule *m, PassContext *ctx);
 bool pass_annotation_remover(HloModule *m, PassContext *ctx);
 bool pass_async_to_sync(HloModule *m, PassContext *ctx);
 bool pass_batchnorm_expander(HloModule *m, PassContext *ctx);

@@ -24,7 +24,12 @@
  *                          then computation-deduplicator
  *   layout assignment      layout-assignment
  *   fusion                 priority-fusion, cse, dce
+ *   collective-optimizations  all-reduce-combiner, async-collective-creator
+ *                          (XLA's collective combiners and async
+ *                          collective conversion, after fusion)
  *   post-fusion optimization  fusion-wrapper, dce, copy-insertion
+ *   scheduling             latency-hiding-scheduler (-starts early, -dones
+ *                          late)
  *
  * Passes registered but not in this pipeline (map-inline,
  * optimization-barrier-expander, while-loop-invariant-code-motion,
@@ -121,6 +126,12 @@ static const PipelineStep fusion_steps[] = {
 };
 PIPELINE(fusion, "fusion", false, fusion_steps);
 
+static const PipelineStep collective_steps[] = {
+    PASS("all-reduce-combiner"),
+    PASS("async-collective-creator"),
+};
+PIPELINE(collectives, "collective-optimizations", false, collective_steps);
+
 static const PipelineStep post_fusion_steps[] = {
     PASS("fusion-wrapper"),
     PASS("dce"),
@@ -128,13 +139,20 @@ static const PipelineStep post_fusion_steps[] = {
 };
 PIPELINE(post_fusion, "post-fusion optimization", false, post_fusion_steps);
 
+static const PipelineStep scheduling_steps[] = {
+    PASS("latency-hiding-scheduler"),
+};
+PIPELINE(scheduling, "scheduling", false, scheduling_steps);
+
 static const Pipeline *const default_pipelines[] = {
     &pre_spmd,
     &optimization,
     &layout,
     &post_layout,
     &fusion,
+    &collectives,
     &post_fusion,
+    &scheduling,
 };
 
 int pipeline_default(const Pipeline *const **out) {

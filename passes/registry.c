@@ -11,7 +11,9 @@
 
 static const Pass registry[] = {
     {"algsimp", pass_algsimp},
+    {"all-reduce-combiner", pass_all_reduce_combiner},
     {"annotation-remover", pass_annotation_remover},
+    {"async-collective-creator", pass_async_collective_creator},
     {"async-to-sync", pass_async_to_sync},
     {"batchnorm_expander", pass_batchnorm_expander},
     {"call-inliner", pass_call_inliner},
@@ -32,6 +34,7 @@ static const Pass registry[] = {
     {"gather-simplifier", pass_gather_simplifier},
     {"gemm-rewriter", pass_gemm_rewriter},
     {"hlo-verifier", pass_hlo_verifier},
+    {"latency-hiding-scheduler", pass_latency_hiding_scheduler},
     {"layout-assignment", pass_layout_assignment},
     {"logistic-expander", pass_logistic_expander},
     {"map-inline", pass_map_inline},

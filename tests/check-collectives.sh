@@ -7,7 +7,9 @@
 # XLA's results on every device.  Then each is compiled by xhloc for the host
 # and its artifact run on every device (threads meeting at the collective
 # thunks), which must match XLA's results too, except the cases listed in
-# refused below, which xhloc must refuse with the message given.
+# refused below, which xhloc must refuse with the message given; and once
+# more with the whole pipeline forced (--force-passes), collective passes
+# included.  check-collectives-mpi.sh runs the same cases under mpirun.
 #
 # Run from the repository root; the binaries are in ${XHLOC_BIN:-build/bin}.
 set -u
@@ -103,6 +105,41 @@ for case in "$dir"/*/; do
     failed=$((failed + 1))
     echo "FAIL: $case on the host (exit $rc):"
     printf '%s\n' "$out" | head -n 8 | sed 's/^/    /'
+  fi
+done
+
+# With the whole pipeline forced on XLA's scheduled modules: the collective
+# passes (all-reduce-combiner, async-collective-creator, latency-hiding-
+# scheduler) run too, and every device still matches XLA's results and the
+# interpreter's (--compare).
+for case in "$dir"/*/; do
+  case=${case%/}
+  name=$(basename "$case")
+  [ -f "$case/module.hlo" ] && [ -z "${refused[$name]:-}" ] || continue
+  out=$("$xhloc" --target=host --force-passes "$case/module.hlo" -o "$tmp/$name.forced" 2>&1)
+  if [ $? -ne 0 ]; then
+    failed=$((failed + 1))
+    echo "FAIL: $case: xhloc --target=host --force-passes:"
+    printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
+    continue
+  fi
+  args=()
+  k=0
+  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
+  k=0
+  while [ -f "$case/out$k.0.npy" ]; do
+    args+=("--expected-output=@$case/out$k.{d}.npy")
+    k=$((k + 1))
+  done
+  out=$(timeout 120 "$run" "$tmp/$name.forced.thunks" "${args[@]}" --atol=1e-5 --rtol=1e-5 \
+        --compare --quiet 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $case with --force-passes on the host (exit $rc):"
+    printf '%s\n' "$out" | grep -v ': ok$' | head -n 8 | sed 's/^/    /'
   fi
 done
 

@@ -118,6 +118,11 @@ static const char usage_text[] =
     "      --command-buffer-min-size=N  only runs of at least N such thunks\n"
     "                        become a command buffer (XLA's\n"
     "                        --xla_gpu_graph_min_graph_size; default 5)\n"
+    "      --all-reduce-combine-threshold=BYTES  all-reduce-combiner combines\n"
+    "                        independent all-reduces into one up to BYTES of\n"
+    "                        operands (XLA's\n"
+    "                        --xla_gpu_all_reduce_combine_threshold_bytes,\n"
+    "                        also accepted; default 31457287); 0: none\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
     "                        always split on '// -----' lines\n"
@@ -209,7 +214,7 @@ enum {
   OPT_HOST_MATH,
   OPT_HOST_LINKER,
   OPT_COMMAND_BUFFER,
-  OPT_COMMAND_BUFFER_MIN_SIZE,
+  OPT_COMMAND_BUFFER_MIN_SIZE, OPT_AR_COMBINE,
 };
 
 static const struct option long_options[] = {
@@ -239,6 +244,9 @@ static const struct option long_options[] = {
     {"command-buffer", required_argument, NULL, OPT_COMMAND_BUFFER},
     {"command-buffer-min-size", required_argument, NULL,
      OPT_COMMAND_BUFFER_MIN_SIZE},
+    {"all-reduce-combine-threshold", required_argument, NULL, OPT_AR_COMBINE},
+    {"xla_gpu_all_reduce_combine_threshold_bytes", required_argument, NULL,
+     OPT_AR_COMBINE},
     {NULL, 0, NULL, 0},
 };
 
@@ -339,6 +347,15 @@ static int parse_options(int argc, char **argv) {
         usage_error("bad --command-buffer-min-size '%s' (want 1 to 1000000)",
                     optarg);
       opt_backend.cmdbuf_min_size = (int)v;
+      break;
+    }
+    case OPT_AR_COMBINE: {
+      char *end;
+      long long v = strtoll(optarg, &end, 10);
+      if (end == optarg || *end || v < 0)
+        usage_error("bad --all-reduce-combine-threshold '%s' (want bytes, 0 or more)",
+                    optarg);
+      opt_pipeline.all_reduce_combine_threshold = v ? v : -1;
       break;
     }
     case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);

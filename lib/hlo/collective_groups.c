@@ -196,3 +196,14 @@ int hlo_collective_participants(const HloInstr *i, int64_t replicas,
   hlo_replica_groups_free(ng, groups, sizes);
   return n;
 }
+
+int hlo_async_done_first_leaf(const HloInstr *start, const HloInstr *done) {
+  int ns = shape_leaf_count(start->shape), nd = shape_leaf_count(done->shape);
+  int first;
+  if (start->op == HLO_ALL_REDUCE_START || !shape_is_tuple(start->shape) ||
+      start->shape->ntuple < 2)
+    first = ns - nd;
+  else
+    first = shape_leaf_count(start->shape->tuple[0]);
+  return first >= 0 && first + nd <= ns ? first : -1;
+}

@@ -605,6 +605,12 @@ const char *hlo_collective_group_mode_name(CollectiveGroupMode mode);
 int hlo_replica_groups_expand(const ReplicaGroups *g, int64_t ***groups,
                               int64_t **sizes);
 void hlo_replica_groups_free(int n, int64_t **groups, int64_t *sizes);
+/* Where a -done's results are among its -start's leaves (io_shape_leaves
+ * order): all-reduce-start's last leaves (it is shaped as the results, or
+ * (operand, result) in the old form); all-gather-start's and
+ * collective-permute-start's element 1 of (operands, results, ...), or all
+ * of a start shaped as its result.  -1 when the shapes do not fit. */
+int hlo_async_done_first_leaf(const HloInstr *start, const HloInstr *done);
 /* The devices taking part with device (replica, partition) in collective i
  * of a module with `replicas` x `partitions` devices, in XLA's order (the
  * order of the group, partitions innermost for cross-replica-and-
