@@ -67,6 +67,7 @@ static Op *op_new(int64_t n, int ndev) {
 }
 
 static void op_free(Op *o) {
+  coll_free(o->x);
   arena_free(o->a);
   free(o);
 }
@@ -93,6 +94,7 @@ typedef struct Dev {
   const int64_t *all;
   int dev, iters;
   Op *op;
+  CollExec *cx;                    /* its own (host memory kept per device) */
   float *in, *out;
   double sec;                      /* mean per iteration */
 } Dev;
@@ -101,12 +103,12 @@ static void *dev_run(void *p) {
   Dev *v = p;
   Diag d = {0};
   uint8_t *in = (uint8_t *)v->in, *out = (uint8_t *)v->out;
-  if (!coll_run_host(v->op->x, v->x, v->dev, 0, &in, &out, &d))  /* warm-up */
+  if (!coll_run_host(v->cx, v->x, v->dev, 0, &in, &out, &d))  /* warm-up */
     die("allreduce: device %d: %s", v->dev, d.msg);
   barrier(v->x, v->dev, v->all);
   double t0 = now();
   for (int k = 0; k < v->iters; k++)
-    if (!coll_run_host(v->op->x, v->x, v->dev, 0, &in, &out, &d))
+    if (!coll_run_host(v->cx, v->x, v->dev, 0, &in, &out, &d))
       die("allreduce: device %d: %s", v->dev, d.msg);
   barrier(v->x, v->dev, v->all);
   v->sec = (now() - t0) / v->iters;
@@ -201,7 +203,10 @@ int main(int argc, char **argv) {
     if (it < 3) it = 3;
     if (it > 2000) it = 2000;
     for (int k = 0; k < local; k++) {
-      v[k] = (Dev){.x = x, .all = all, .dev = self + k, .iters = it, .op = op};
+      Diag d = {0};
+      v[k] = (Dev){.x = x, .all = all, .dev = self + k, .iters = it, .op = op,
+                   .cx = coll_prepare(op->a, &op->t, &d)};
+      if (!v[k].cx) die("allreduce: %s", d.msg);
       v[k].in = xmalloc((size_t)bytes);
       v[k].out = xmalloc((size_t)bytes);
       for (int64_t e = 0; e < n; e++) v[k].in[e] = (float)((self + k + 1) * (e % 7));
@@ -242,6 +247,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < local; k++) {
       free(v[k].in);
       free(v[k].out);
+      coll_free(v[k].cx);
     }
     free(v);
     op_free(op);

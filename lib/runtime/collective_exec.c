@@ -33,11 +33,35 @@
 #include "../eval/eval.h"
 #include "collective_exec.h"
 
+/* Host memory a run needs (staged operands and results, packed chunks,
+ * received chunks), kept from one run to the next: fresh memory of a few
+ * MiB costs page faults every time. */
+enum { SLOT_IN, SLOT_OUT, SLOT_TMP, SLOT_PACK, NSLOTS };
+
 struct CollExec {
   const Thunk *t;
   Shape **in, **out;               /* parsed shapes, n each (ids: out[0]) */
   int64_t *in_bytes, *out_bytes;
+  struct Slots { uint8_t *p[NSLOTS]; size_t cap[NSLOTS]; } *slots; /* heap */
 };
+
+/* Slot k, at least n bytes (its old contents gone). */
+static uint8_t *slot(const CollExec *x, int k, size_t n) {
+  struct Slots *s = x->slots;
+  if (s->cap[k] < n + 1) {
+    free(s->p[k]);
+    s->cap[k] = n + 1 > 2 * s->cap[k] ? n + 1 : 2 * s->cap[k];
+    s->p[k] = xmalloc(s->cap[k]);
+  }
+  return s->p[k];
+}
+
+void coll_free(CollExec *x) {
+  if (!x) return;
+  for (int k = 0; k < NSLOTS; k++) free(x->slots->p[k]);
+  free(x->slots);
+  x->slots = NULL;
+}
 
 static bool err(Diag *d, const Thunk *t, const char *fmt, const char *what) {
   return diag_error(d, (Loc){0}, fmt, t->annotation ? t->annotation : "?", what);
@@ -64,22 +88,28 @@ static Shape *parse(Arena *a, const Thunk *t, const char *text, int64_t size,
   return s;
 }
 
+static CollExec *coll_fail(CollExec *x) {
+  coll_free(x);
+  return NULL;
+}
+
 CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d) {
   const CollDesc *c = t->coll;
   CollExec *x = ARENA_NEW(a, CollExec);
   x->t = t;
+  x->slots = xcalloc(1, sizeof *x->slots);
   int nout = c->n ? c->n : 1;
   x->in = ARENA_ARRAY(a, Shape *, c->n + 1);
   x->out = ARENA_ARRAY(a, Shape *, nout);
   x->in_bytes = ARENA_ARRAY(a, int64_t, c->n + 1);
   x->out_bytes = ARENA_ARRAY(a, int64_t, nout);
   for (int k = 0; k < c->n; k++) {
-    if (!(x->in[k] = parse(a, t, c->in_shape[k], c->in[k].size, d))) return NULL;
+    if (!(x->in[k] = parse(a, t, c->in_shape[k], c->in[k].size, d))) return coll_fail(x);
     x->in_bytes[k] = c->in[k].size;
     if ((c->kind == COLL_ALL_REDUCE || c->kind == COLL_REDUCE_SCATTER) &&
         !eval_combine_supported(x->in[k]->et)) {
       err(d, t, "collective thunk '%s': no reduction for %s", et_name(x->in[k]->et));
-      return NULL;
+      return coll_fail(x);
     }
   }
   for (int k = 0; k < nout; k++) {
@@ -87,7 +117,7 @@ CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d) {
       x->out_bytes[k] = c->out[k].size;
       continue;
     }
-    if (!(x->out[k] = parse(a, t, c->out_shape[k], c->out[k].size, d))) return NULL;
+    if (!(x->out[k] = parse(a, t, c->out_shape[k], c->out[k].size, d))) return coll_fail(x);
     x->out_bytes[k] = c->out[k].size;
   }
   return x;
@@ -170,7 +200,7 @@ static bool all_reduce(Run *r, ElemType et, const uint8_t *in, uint8_t *out, int
   int me = r->g.me, eb = et_bytes(et);
   size_t mine = (size_t)((lo(r, n, me + 1) - lo(r, n, me)) * eb);
   uint8_t *acc = out + lo(r, n, me) * eb;
-  uint8_t *tmp = xmalloc(mine * (size_t)r->g.n + 1);
+  uint8_t *tmp = slot(r->x, SLOT_TMP, mine * (size_t)r->g.n);
   clear(r);
   for (int j = 0; j < r->g.n; j++) {
     r->send[j] = in + lo(r, n, j) * eb;
@@ -182,7 +212,6 @@ static bool all_reduce(Run *r, ElemType et, const uint8_t *in, uint8_t *out, int
   for (int m = 1; ok && m < r->g.n; m++)
     eval_combine(et, (EvalCombine)c->reduction, acc, tmp + (size_t)m * mine,
                  (int64_t)(mine / (size_t)eb));
-  free(tmp);
   if (!ok) return false;
   clear(r);
   for (int j = 0; j < r->g.n; j++) {
@@ -218,8 +247,8 @@ static bool reduce_scatter(Run *r, int k, const uint8_t *in, uint8_t *out) {
   split_at(is, c->dim, &outer, &inner);
   size_t cb = (size_t)(inner / n * eb), part = (size_t)outer * cb;
   if ((int64_t)part != x->out_bytes[k]) return run_err(r->d, "result size does not match");
-  uint8_t *packed = outer > 1 ? xmalloc(part * (size_t)n + 1) : NULL;
-  uint8_t *tmp = xmalloc(part * (size_t)n + 1);
+  uint8_t *packed = outer > 1 ? slot(x, SLOT_PACK, part * (size_t)n) : NULL;
+  uint8_t *tmp = slot(x, SLOT_TMP, part * (size_t)n);
   clear(r);
   for (int j = 0; j < n; j++) {
     if (packed) pack(packed + j * part, in, outer, (size_t)inner * eb, j * cb, cb);
@@ -232,8 +261,6 @@ static bool reduce_scatter(Run *r, int k, const uint8_t *in, uint8_t *out) {
   for (int m = 1; ok && m < n; m++)
     eval_combine(is->et, (EvalCombine)c->reduction, out, tmp + m * part,
                  (int64_t)(part / (size_t)eb));
-  free(packed);
-  free(tmp);
   return ok;
 }
 
@@ -248,7 +275,7 @@ static bool all_gather(Run *r, int k, const uint8_t *in, uint8_t *out) {
   size_t cb = (size_t)(inner * et_bytes(is->et)), size = (size_t)outer * cb;
   if ((int64_t)(size * (size_t)n) != x->out_bytes[k])
     return run_err(r->d, "result size does not match");
-  uint8_t *tmp = outer > 1 ? xmalloc(size * (size_t)n + 1) : NULL;
+  uint8_t *tmp = outer > 1 ? slot(x, SLOT_TMP, size * (size_t)n) : NULL;
   clear(r);
   for (int j = 0; j < n; j++) {
     r->send[j] = in;
@@ -258,7 +285,6 @@ static bool all_gather(Run *r, int k, const uint8_t *in, uint8_t *out) {
   bool ok = xfer(r);
   for (int m = 0; ok && tmp && m < n; m++)
     unpack(out, tmp + m * size, outer, (size_t)n * cb, m * cb, cb);
-  free(tmp);
   return ok;
 }
 
@@ -274,8 +300,8 @@ static bool all_to_all(Run *r, int k, const uint8_t *in, uint8_t *out) {
     return run_err(r->d, "result size does not match");
   size_t cb = (size_t)(inner / n * et_bytes(is->et)), part = (size_t)outer * cb;
   size_t stride = (size_t)n * cb;
-  uint8_t *packed = outer > 1 ? xmalloc(part * (size_t)n + 1) : NULL;
-  uint8_t *tmp = outer > 1 ? xmalloc(part * (size_t)n + 1) : NULL;
+  uint8_t *packed = outer > 1 ? slot(x, SLOT_PACK, part * (size_t)n) : NULL;
+  uint8_t *tmp = outer > 1 ? slot(x, SLOT_TMP, part * (size_t)n) : NULL;
   clear(r);
   for (int j = 0; j < n; j++) {
     if (packed) pack(packed + j * part, in, outer, stride, j * cb, cb);
@@ -285,8 +311,6 @@ static bool all_to_all(Run *r, int k, const uint8_t *in, uint8_t *out) {
   }
   bool ok = xfer(r);
   for (int m = 0; ok && tmp && m < n; m++) unpack(out, tmp + m * part, outer, stride, m * cb, cb);
-  free(packed);
-  free(tmp);
   return ok;
 }
 
@@ -448,7 +472,7 @@ bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps 
     nin += (size_t)x->in_bytes[k];
     nout += (size_t)x->out_bytes[k];
   }
-  uint8_t *ib = xmalloc(nin + 1), *ob = xmalloc(nout + 1);
+  uint8_t *ib = slot(x, SLOT_IN, nin), *ob = slot(x, SLOT_OUT, nout);
   uint8_t **ins = xcalloc((size_t)c->n + 1, sizeof *ins);
   uint8_t **outs = xcalloc((size_t)c->n + 1, sizeof *outs);
   bool ok = true;
@@ -461,8 +485,6 @@ bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps 
   if (ok) ok = coll_run_host(x, xg, replica, partition, ins, outs, d);
   for (int k = 0; ok && k < c->n; k++)
     ok = stage_out(p, out[k], x->out[k], x->out_bytes[k], outs[k], d);
-  free(ib);
-  free(ob);
   free(ins);
   free(outs);
   return ok;

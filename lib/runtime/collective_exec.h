@@ -33,8 +33,12 @@ typedef struct CollDeviceOps {
 } CollDeviceOps;
 
 /* Checks collective thunk t (its shapes against its slices, its element
- * types against its reduction) and parses what a run needs, in a. */
+ * types against its reduction) and parses what a run needs, in a.  One
+ * device runs it (its host memory is kept from run to run): each device
+ * prepares its own, from the same thunk. */
 CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d);
+/* Frees its host memory (the rest is in the arena); NULL is fine. */
+void coll_free(CollExec *x);
 /* Runs it as device (replica, partition) of the run whose devices meet
  * through xg (NULL: this device alone), or through dev when it is not
  * NULL; in[k] and out[k] are the device addresses of its operand and

@@ -124,6 +124,8 @@ struct Executor {
   double run_origin;              /* this run's start from trace_t0, ms */
   Exchange *xchg;                 /* executor_set_device; NULL: alone */
   const CollDeviceOps *coll_dev;  /* executor_set_device_collectives */
+  int ncolls;
+  CollExec **colls;               /* every collective's, to free them */
   int64_t replica, partition;
   double trace_end;               /* the last traced run's end, ms */
   int base_mark;                  /* the mark at this run's start */
@@ -367,7 +369,10 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
       if (!check_slice(e, c->out[k], "collective result", t, d)) return false;
       x->coll_out[k] = slice_addr(e, c->out[k]);
     }
-    return (x->coll = coll_prepare(e->arena, t, d)) != NULL;
+    if (!(x->coll = coll_prepare(e->arena, t, d))) return false;
+    e->colls = xreallocarray(e->colls, (size_t)e->ncolls + 1, sizeof *e->colls);
+    e->colls[e->ncolls++] = x->coll;
+    return true;
   }
   }
   return ex_err(d, "the artifact has a thunk of unknown kind %d", (int)t->kind);
@@ -700,6 +705,8 @@ void executor_free(Executor *e) {
   for (int k = 0; k < e->ncbs; k++)
     if (e->cbs[k]->handle) e->p->cmdbuf_free(e->p, e->cbs[k]->handle);
   free(e->cbs);
+  for (int k = 0; k < e->ncolls; k++) coll_free(e->colls[k]);
+  free(e->colls);
   if (e->pool) e->p->free(e->p, e->pool);
   if (e->stage) e->p->host_free(e->p, e->stage);
   free(e->bufs);

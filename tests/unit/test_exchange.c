@@ -206,13 +206,15 @@ static Coll *make(CollKind k, int n, const char *in, const char *out, int64_t di
   return c;
 }
 
-static void coll_free(Coll *c) {
+static void coll_done(Coll *c) {
+  coll_free(c->x);
   arena_free(c->a);
   free(c);
 }
 
 typedef struct Dev {
   Coll *c;
+  CollExec *cx;                    /* this device's, from the shared thunk */
   Exchange *x;
   int me;
   uint8_t *in[4], *out[4];
@@ -222,7 +224,7 @@ typedef struct Dev {
 
 static void *dev_main(void *p) {
   Dev *v = p;
-  v->ok = coll_run_host(v->c->x, v->x, v->me, 0, v->in, v->out, &v->d);
+  v->ok = coll_run_host(v->cx, v->x, v->me, 0, v->in, v->out, &v->d);
   v->x->end(v->x, v->me, !v->ok, v->d.msg);
   return NULL;
 }
@@ -234,7 +236,9 @@ static void run(Coll *c, float *in[N][4], float *out[N][4]) {
   Dev v[N];
   pthread_t t[N];
   for (int me = 0; me < N; me++) {
-    v[me] = (Dev){.c = c, .x = x, .me = me};
+    Diag d = {0};
+    v[me] = (Dev){.c = c, .x = x, .me = me, .cx = coll_prepare(c->a, &c->t, &d)};
+    cr_assert_not_null(v[me].cx, "%s", d.msg ? d.msg : "");
     for (int k = 0; k < c->c.n; k++) {
       v[me].in[k] = (uint8_t *)in[me][k];
       v[me].out[k] = (uint8_t *)out[me][k];
@@ -245,6 +249,7 @@ static void run(Coll *c, float *in[N][4], float *out[N][4]) {
   for (int me = 0; me < N; me++) {
     cr_assert(v[me].ok, "device %d: %s", me, v[me].d.msg ? v[me].d.msg : "");
     diag_clear(&v[me].d);
+    coll_free(v[me].cx);
   }
   xchg_free(x);
 }
@@ -275,7 +280,7 @@ Test(collectives, all_reduce_is_the_left_to_right_fold) {
           want += val(2, k, e);
           cr_assert(memcmp(&out[me][k][e], &want, 4) == 0, "%g %g", out[me][k][e], want);
         }
-    coll_free(c);
+    coll_done(c);
   }
 }
 
@@ -294,7 +299,7 @@ Test(collectives, reduce_scatter_all_gather_all_to_all) {
     for (int o = 0; o < 2; o++)
       for (int e = 0; e < 2; e++)
         cr_assert_eq(outs[me][o * 2 + e], 200 + o * 6 + me * 2 + e);
-  coll_free(c);
+  coll_done(c);
 
   float big[N][36], *bout[N][4];
   for (int me = 0; me < N; me++) bout[me][0] = big[me];
@@ -304,7 +309,7 @@ Test(collectives, reduce_scatter_all_gather_all_to_all) {
     for (int o = 0; o < 2; o++)
       for (int m = 0; m < N; m++)
         for (int e = 0; e < 6; e++) cr_assert_eq(big[me][o * 18 + m * 6 + e], m * 100 + o * 6 + e);
-  coll_free(c);
+  coll_done(c);
 
   c = make(COLL_ALL_TO_ALL, 1, "f32[2,6]", "f32[2,6]", 1);
   run(c, in, out);
@@ -313,7 +318,7 @@ Test(collectives, reduce_scatter_all_gather_all_to_all) {
       for (int m = 0; m < N; m++)
         for (int e = 0; e < 2; e++)
           cr_assert_eq(outs[me][o * 6 + m * 2 + e], m * 100 + o * 6 + me * 2 + e);
-  coll_free(c);
+  coll_done(c);
 }
 
 Test(collectives, permute_broadcast_tuple_all_to_all) {
@@ -335,18 +340,18 @@ Test(collectives, permute_broadcast_tuple_all_to_all) {
   cr_assert_eq(outs[1][0][0], 20);
   cr_assert_eq(outs[2][0][0], 0 + 0);
   cr_assert_eq(outs[2][0][1], -1);
-  coll_free(c);
+  coll_done(c);
 
   c = make(COLL_COLLECTIVE_BROADCAST, 1, "f32[2]", "f32[2]", -1);
   run(c, in, out);
   for (int me = 0; me < N; me++) cr_assert_eq(outs[me][0][0], 0);
-  coll_free(c);
+  coll_done(c);
 
   c = make(COLL_ALL_TO_ALL, 3, "f32[2]", "f32[2]", -1);
   run(c, in, out);
   for (int me = 0; me < N; me++)
     for (int j = 0; j < N; j++) cr_assert_eq(outs[me][j][0], j * 10 + me);
-  coll_free(c);
+  coll_done(c);
 }
 
 /* ---- a transport on device memory ---------------------------------- */
@@ -390,6 +395,6 @@ Test(collectives, device_transport_gets_the_collectives_of_several) {
   cr_assert(coll_run(c->x, p, NULL, &ops, 2, 0, &i, &o, &d), "%s", d.msg ? d.msg : "");
   cr_assert_eq(f.calls, 1);
   cr_assert_eq(out[3], 4);
-  coll_free(c);
+  coll_done(c);
   platform_free(p);
 }
