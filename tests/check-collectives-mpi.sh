@@ -107,7 +107,7 @@ expect_fail() { # what, message, command...
 # Devices that run different collectives fail, naming the collective.
 if "$xhloc" --target=host testdata/eval/hand_collective_deadlock.hlo -o "$tmp/deadlock" \
      >/dev/null 2>&1; then
-  expect_fail "compiled deadlock" "ar: device 1 ended its run without taking part" \
+  expect_fail "compiled deadlock" "device 1 ended its run without taking part" \
     "${mpi[@]}" -np 2 "$run" "$tmp/deadlock.thunks" --input="1 2"
 else
   fail "xhloc on testdata/eval/hand_collective_deadlock.hlo" ""

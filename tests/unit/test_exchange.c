@@ -398,3 +398,38 @@ Test(collectives, device_transport_gets_the_collectives_of_several) {
   coll_done(c);
   platform_free(p);
 }
+
+/* ---- member 0's bytes to all (an NCCL unique id, say) ---------------- */
+
+typedef struct Bc {
+  Exchange *x;
+  int me;
+  bool ok;
+  char why[256];
+  uint8_t id[128];
+} Bc;
+
+static void *bcast_member(void *p) {
+  Bc *b = p;
+  for (int k = 0; k < 128; k++) b->id[k] = b->me == 0 ? (uint8_t)(k * 7 + 1) : 0;
+  XchgGroup g = {.key = members, .name = "id", .members = members, .n = N, .me = b->me};
+  b->ok = xchg_bcast(b->x, &g, b->id, sizeof b->id, b->why, sizeof b->why);
+  b->x->end(b->x, b->me, !b->ok, b->why);
+  return NULL;
+}
+
+Test(exchange, bcast_carries_member_0s_bytes) {
+  Exchange *x = xchg_threads_new(N);
+  Bc b[N];
+  pthread_t t[N];
+  for (int k = 0; k < N; k++) {
+    b[k] = (Bc){.x = x, .me = k};
+    pthread_create(&t[k], NULL, bcast_member, &b[k]);
+  }
+  for (int k = 0; k < N; k++) pthread_join(t[k], NULL);
+  for (int k = 0; k < N; k++) {
+    cr_assert(b[k].ok, "%s", b[k].why);
+    for (int j = 0; j < 128; j++) cr_assert_eq(b[k].id[j], (uint8_t)(j * 7 + 1));
+  }
+  xchg_free(x);
+}
