@@ -15,8 +15,7 @@ Exchange *mpi_join(const RunOpts *o, int64_t replicas, int64_t partitions,
                    const char *path) {
   int64_t n = replicas * partitions;
   if (o->mpi_size != n) {
-    if (o->mpi_rank == 0)
-      fprintf(stderr, "xhlo-run: %s: the module runs on %lld device%s (replica_count %lld x "
+    fprintf(stderr, "xhlo-run: %s: the module runs on %lld device%s (replica_count %lld x "
               "num_partitions %lld), one per MPI process, but the MPI job has %d "
               "process%s: start it with mpirun -np %lld\n", path, (long long)n,
               n == 1 ? "" : "s", (long long)replicas, (long long)partitions, o->mpi_size,
@@ -26,12 +25,11 @@ Exchange *mpi_join(const RunOpts *o, int64_t replicas, int64_t partitions,
   char why[512];
   Exchange *x = xchg_mpi_new(why, sizeof why);
   if (!x) {
-    if (o->mpi_rank == 0) fprintf(stderr, "xhlo-run: %s: under an MPI launcher: %s\n", path, why);
+    fprintf(stderr, "xhlo-run: %s: under an MPI launcher: %s\n", path, why);
     return NULL;
   }
   if (x->ndev != n || x->self != o->mpi_rank) {
-    if (o->mpi_rank == 0)
-      fprintf(stderr, "xhlo-run: %s: MPI says rank %d of %d where the launcher's "
+    fprintf(stderr, "xhlo-run: %s: MPI says rank %d of %d where the launcher's "
               "environment says %d of %d\n", path, x->self, x->ndev, o->mpi_rank,
               o->mpi_size);
     xchg_free(x);
@@ -43,15 +41,14 @@ Exchange *mpi_join(const RunOpts *o, int64_t replicas, int64_t partitions,
 bool mpi_finish(Exchange *x, bool ok, const char *why, const char *path,
                 int64_t partitions) {
   int self = x->self;
-  x->end(x, self, !ok, why);
-  char first[256];
-  int bad = x->first_failed(x, first, sizeof first);
-  if (bad < 0) return true;
-  if (bad == self)
+  if (!ok && strncmp(why ? why : "", "the run was abandoned", 21) != 0)
     fprintf(stderr, "xhlo-run: %s: device %d (replica %lld, partition %lld): %s\n", path,
             self, (long long)(self / partitions), (long long)(self % partitions),
-            ok ? first : why);
-  return false;
+            why ? why : "failed");
+  fflush(stderr);
+  x->end(x, self, !ok, why);
+  char first[256];
+  return x->first_failed(x, first, sizeof first) < 0;
 }
 
 int mpi_local_size(const RunOpts *o) {
