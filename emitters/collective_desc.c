@@ -44,6 +44,7 @@ bool collective_desc(Arena *a, const HloModule *m, const HloInstr *i,
                      CollDesc *c, Diag *d) {
   memset(c, 0, sizeof *c);
   c->dim = -1;
+  c->async_id = -1;
   c->channel_id = i->has_channel_id ? i->channel_id : -1;
   c->replica_count = m->replica_count > 0 ? m->replica_count : 1;
   c->num_partitions = m->num_partitions > 0 ? m->num_partitions : 1;
@@ -62,6 +63,9 @@ bool collective_desc(Arena *a, const HloModule *m, const HloInstr *i,
     return diag_error(d, i->loc, "unsupported op '%s': no thunk for it yet",
                       hlo_op_name(i->op));
   }
+  if (i->op == HLO_ALL_REDUCE_START || i->op == HLO_ALL_GATHER_START ||
+      i->op == HLO_COLLECTIVE_PERMUTE_START)
+    c->async_id = i->id;
   CollectiveGroupMode mode;
   if (!hlo_collective_group_mode(i, &mode))
     return diag_error(d, i->loc, "'%s': use_global_device_ids=true needs a channel_id",

@@ -578,12 +578,22 @@ static bool emit_collective(Emitter *e, ThunkVec *v, const HloInstr *i) {
   return true;
 }
 
-/* all-reduce-done, all-gather-done, collective-permute-done: the -start's
- * results, copied where the -done's buffer is another. */
+/* all-reduce-done, all-gather-done, collective-permute-done: a done thunk
+ * that waits for the -start's collective, then the -start's results,
+ * copied where the -done's buffer is another. */
 static bool emit_collective_done(Emitter *e, ThunkVec *v, const HloInstr *i) {
   const HloInstr *s = i->nops == 1 ? i->ops[0] : NULL;
-  if (!s)
+  if (!s || (s->op != HLO_ALL_REDUCE_START && s->op != HLO_ALL_GATHER_START &&
+             s->op != HLO_COLLECTIVE_PERMUTE_START))
     return diag_error(e->d, i->loc, "'%s' needs its -start", i->name);
+  Arena *ar = e->a->arena;
+  CollDesc *c = ARENA_NEW(ar, CollDesc);
+  if (!collective_desc(ar, e->m, s, c, e->d))
+    return false;
+  c->done = true;
+  c->n = 0;
+  Thunk *t = new_thunk(v, THUNK_COLLECTIVE, e, i);
+  t->coll = c;
   int first = hlo_async_done_first_leaf(s, i);
   int n = shape_leaf_count(i->shape);
   if (first < 0)

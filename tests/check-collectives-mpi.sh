@@ -4,8 +4,10 @@
 # process (rank d is device d, its --input=@in{K}.{d}.npy and
 # --expected-output=@out{K}.{d}.npy), the collectives through MPI
 # (lib/support/exchange_mpi.c, OpenMPI opened with dlopen).  Each case runs
-# on the interpreter and compiled for the host, and every device must match
-# XLA's results, as in check-collectives.sh with threads.  Then what must
+# on the interpreter and compiled for the host (and again with the whole
+# pipeline forced where that makes asynchronous collectives, exchanged on a
+# background thread), and every device must match XLA's results, as in
+# check-collectives.sh with threads.  Then what must
 # fail does, with its message and never a hang: devices that run different
 # collectives, a job of another size than the module's devices, a missing
 # libmpi.
@@ -85,6 +87,31 @@ for case in "$dir"/*/; do
         --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
   rc=$?
   if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else fail "$case, host, mpirun -np $ndev (exit $rc)" "$out"; fi
+done
+
+# With the whole pipeline forced: asynchronous collectives, their exchanges
+# on a background thread of each process (MPI_THREAD_SERIALIZED).
+for case in "$dir"/*/; do
+  case=${case%/}
+  name=$(basename "$case")
+  [ -f "$case/module.hlo" ] && [ -z "${refused[$name]:-}" ] || continue
+  if ! out=$("$xhloc" --target=host --force-passes "$case/module.hlo" -o "$tmp/$name.forced" 2>&1); then
+    fail "$case: xhloc --target=host --force-passes" "$out"
+    continue
+  fi
+  grep -q "async=[0-9]" "$tmp/$name.forced.thunks" || continue
+  args=()
+  k=0
+  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
+  k=0
+  while [ -f "$case/out$k.0.npy" ]; do
+    args+=("--expected-output=@$case/out$k.{d}.npy")
+    k=$((k + 1))
+  done
+  out=$(timeout 120 "${mpi[@]}" -np 4 "$run" "$tmp/$name.forced.thunks" "${args[@]}" \
+        --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
+  rc=$?
+  if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else fail "$case, forced passes, mpirun -np 4 (exit $rc)" "$out"; fi
 done
 
 # --compare under MPI: the interpreter runs this process's device, its

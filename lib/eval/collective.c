@@ -330,7 +330,7 @@ static EvalValue *collective_results(Eval *ev, const HloInstr *i,
     ev_unsupported(ev, i, what);
     return NULL;
   } else {
-    meet = rdv_join(ev->o.world, i, i->name, members, (int)n, self, (void *)a,
+    meet = rdv_join(ev->o.world, i, i->name, members, (int)n, self, (void *)a, NULL,
                     &c.peers, why, sizeof why);
     if (!meet) {
       free(members);

@@ -21,8 +21,10 @@
  *                 ", replica_groups = {{0,1},{2,3}}" (or
  *                 "source_target_pairs = {{0,1}}"), then the group mode,
  *                 channel_id, reduction or dimension where they apply,
- *                 operands and results as slices; kReplicaId and
+ *                 operands and results as slices, ", async_id = N" for
+ *                 the -start of an asynchronous pair; kReplicaId and
  *                 kPartitionId their destination.
+ *   kAsyncDone    the pair's -done: ", async_id = N, of = kAllReduce".
  * Differences from XLA, on purpose: XLA prints a pred conditional's
  * branches[0] under "false_branch:" although it runs it when the pred is
  * true; here each label is over the sequence it really runs.  kCopy and
@@ -204,6 +206,14 @@ static bool check_collective(Checker *c, const CollDesc *cd) {
       cd->num_partitions < 1)
     return diag_error(c->d, noloc(), "malformed collective thunk");
   bool ids = cd->kind == COLL_REPLICA_ID || cd->kind == COLL_PARTITION_ID;
+  if (cd->done)
+    return ids || cd->n != 0 || cd->async_id < 0
+               ? diag_error(c->d, noloc(), "malformed done thunk of an asynchronous %s",
+                            coll_kind_name(cd->kind))
+               : true;
+  if (cd->async_id < -1 || (ids && cd->async_id >= 0))
+    return diag_error(c->d, noloc(), "malformed asynchronous %s thunk",
+                      coll_kind_name(cd->kind));
   int nout = ids ? 1 : cd->n;
   if (ids != (cd->n == 0))
     return diag_error(c->d, noloc(), "%s thunk with %d operands",
@@ -359,7 +369,8 @@ static const char *kind_name(const Thunk *t) {
                : "kGemm";
   case THUNK_CONV: return "kConvolution";
   case THUNK_COMMAND_BUFFER: return "kCommandBuffer";
-  case THUNK_COLLECTIVE: return coll_thunk_name(t->coll);
+  case THUNK_COLLECTIVE:
+    return t->coll && t->coll->done ? "kAsyncDone" : coll_thunk_name(t->coll);
   }
   return "kUnknown";
 }
@@ -380,6 +391,10 @@ static void print_seq(StrBuf *b, const ThunkSeq *q, int indent, int *next_id,
 static void print_collective(StrBuf *b, const CollDesc *c) {
   if (!c)
     return;
+  if (c->done) {
+    sb_printf(b, ", async_id = %lld, of = %s", (long long)c->async_id, coll_thunk_name(c));
+    return;
+  }
   if (c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID) {
     sb_puts(b, ", destination = ");
     put_slice(b, &c->out[0]);
@@ -413,6 +428,8 @@ static void print_collective(StrBuf *b, const CollDesc *c) {
     put_slice(b, &c->out[k]);
     sb_printf(b, " %s", c->out_shape[k] ? c->out_shape[k] : "?");
   }
+  if (c->async_id >= 0)
+    sb_printf(b, ", async_id = %lld", (long long)c->async_id);
 }
 
 static void print_thunk(StrBuf *b, const Thunk *t, int indent, int *next_id,

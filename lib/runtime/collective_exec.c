@@ -27,6 +27,7 @@
  *   collective-broadcast  the first member's operands to all
  *   replica-id, partition-id  this device's number, u32
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,11 @@ static CollExec *coll_fail(CollExec *x) {
 
 CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d) {
   const CollDesc *c = t->coll;
+  if (c->done) {
+    err(d, t, "collective thunk '%s' is a done thunk (%s): the executor waits for it",
+        "the -done of an asynchronous pair");
+    return NULL;
+  }
   CollExec *x = ARENA_NEW(a, CollExec);
   x->t = t;
   x->slots = xcalloc(1, sizeof *x->slots);
@@ -424,10 +430,13 @@ static bool group_of(const CollExec *x, int64_t replica, int64_t partition, Xchg
   return true;
 }
 
-bool coll_run_host(const CollExec *x, Exchange *xg, int64_t replica, int64_t partition,
-                   uint8_t *const *in, uint8_t *const *out, Diag *d) {
+/* coll_run_host from the device's own thread (bg NULL) or its background
+ * thread bg. */
+static bool run_host_as(const CollExec *x, Exchange *xg, int64_t replica, int64_t partition,
+                        uint8_t *const *in, uint8_t *const *out, void *bg, Diag *d) {
   Run r = {.x = x, .xg = xg, .d = d};
   if (!group_of(x, replica, partition, &r.g, d)) return false;
+  r.g.bg = bg;
   int n = r.g.n;
   bool ok;
   if (n > 1 && !xg) {
@@ -449,6 +458,42 @@ bool coll_run_host(const CollExec *x, Exchange *xg, int64_t replica, int64_t par
   return ok;
 }
 
+bool coll_run_host(const CollExec *x, Exchange *xg, int64_t replica, int64_t partition,
+                   uint8_t *const *in, uint8_t *const *out, Diag *d) {
+  return run_host_as(x, xg, replica, partition, in, out, NULL, d);
+}
+
+/* Operands staged in host memory (slot SLOT_IN) and room for the results
+ * (SLOT_OUT), all side by side; *ins and *outs (heap) point into them. */
+static bool stage_all_in(const CollExec *x, Platform *p, const DevPtr *in, uint8_t ***ins,
+                         uint8_t ***outs, Diag *d) {
+  const CollDesc *c = x->t->coll;
+  size_t nin = 0, nout = 0;
+  for (int k = 0; k < c->n; k++) {
+    nin += (size_t)x->in_bytes[k];
+    nout += (size_t)x->out_bytes[k];
+  }
+  uint8_t *ib = slot(x, SLOT_IN, nin), *ob = slot(x, SLOT_OUT, nout);
+  *ins = xcalloc((size_t)c->n + 1, sizeof **ins);
+  *outs = xcalloc((size_t)c->n + 1, sizeof **outs);
+  for (int k = 0; k < c->n; k++) {
+    (*ins)[k] = k ? (*ins)[k - 1] + x->in_bytes[k - 1] : ib;
+    (*outs)[k] = k ? (*outs)[k - 1] + x->out_bytes[k - 1] : ob;
+  }
+  bool ok = p->synchronize(p, d);
+  for (int k = 0; ok && k < c->n; k++)
+    ok = stage_in(p, in[k], x->in[k], x->in_bytes[k], (*ins)[k], d);
+  return ok;
+}
+
+static bool stage_all_out(const CollExec *x, Platform *p, const DevPtr *out,
+                          uint8_t *const *outs, Diag *d) {
+  bool ok = true;
+  for (int k = 0; ok && k < x->t->coll->n; k++)
+    ok = stage_out(p, out[k], x->out[k], x->out_bytes[k], outs[k], d);
+  return ok;
+}
+
 bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps *dev,
               int64_t replica, int64_t partition, const DevPtr *in, const DevPtr *out,
               Diag *d) {
@@ -465,27 +510,101 @@ bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps 
     free((void *)g.members);
     if (mine) return ok;
   }
-  if (!p->synchronize(p, d)) return false;
-  /* every operand in one block, every result in another, side by side */
-  size_t nin = 0, nout = 0;
-  for (int k = 0; k < c->n; k++) {
-    nin += (size_t)x->in_bytes[k];
-    nout += (size_t)x->out_bytes[k];
-  }
-  uint8_t *ib = slot(x, SLOT_IN, nin), *ob = slot(x, SLOT_OUT, nout);
-  uint8_t **ins = xcalloc((size_t)c->n + 1, sizeof *ins);
-  uint8_t **outs = xcalloc((size_t)c->n + 1, sizeof *outs);
-  bool ok = true;
-  for (int k = 0; k < c->n; k++) {
-    ins[k] = k ? ins[k - 1] + x->in_bytes[k - 1] : ib;
-    outs[k] = k ? outs[k - 1] + x->out_bytes[k - 1] : ob;
-  }
-  for (int k = 0; ok && k < c->n; k++)
-    ok = stage_in(p, in[k], x->in[k], x->in_bytes[k], ins[k], d);
-  if (ok) ok = coll_run_host(x, xg, replica, partition, ins, outs, d);
-  for (int k = 0; ok && k < c->n; k++)
-    ok = stage_out(p, out[k], x->out[k], x->out_bytes[k], outs[k], d);
+  uint8_t **ins, **outs;
+  bool ok = stage_all_in(x, p, in, &ins, &outs, d) &&
+            coll_run_host(x, xg, replica, partition, ins, outs, d) &&
+            stage_all_out(x, p, out, outs, d);
   free(ins);
   free(outs);
+  return ok;
+}
+
+/*
+ * Asynchronous pairs.  The -start's thunk stages the operands in on the
+ * device's thread (the operands' buffers may be reused as soon as it
+ * returns), then a background thread exchanges, computes and writes the
+ * results into their slices (buffer assignment keeps them for the -done);
+ * the done thunk waits for that thread.
+ */
+struct CollPending {
+  const CollExec *x;
+  Platform *p;
+  Exchange *xg;
+  int64_t replica, partition;
+  int self;
+  const DevPtr *out;               /* the executor's (lives as long) */
+  uint8_t **ins, **outs;
+  void *waiter;
+  pthread_t th;
+  bool ok;
+  Diag d;
+};
+
+static void *background(void *arg) {
+  CollPending *q = arg;
+  q->ok = run_host_as(q->x, q->xg, q->replica, q->partition, q->ins, q->outs, q->waiter,
+                      &q->d) &&
+          stage_all_out(q->x, q->p, q->out, q->outs, &q->d);
+  q->xg->waiter_done(q->xg, q->waiter);
+  return NULL;
+}
+
+bool coll_start(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps *dev,
+                int64_t replica, int64_t partition, const DevPtr *in, const DevPtr *out,
+                CollPending **pending, Diag *d) {
+  *pending = NULL;
+  const CollDesc *c = x->t->coll;
+  /* in the background: host memory and an exchange that has threads for it
+   * (the host platform's copies are plain memory copies, from any thread) */
+  bool bg = !dev && xg && xg->waiter_new && strcmp(p->name, "host") == 0 &&
+            c->kind != COLL_REPLICA_ID && c->kind != COLL_PARTITION_ID;
+  XchgGroup g;
+  if (bg) {
+    if (!group_of(x, replica, partition, &g, d)) return false;
+    bg = g.n > 1;
+    free((void *)g.members);
+  }
+  if (!bg) return coll_run(x, p, xg, dev, replica, partition, in, out, d);
+  CollPending *q = xcalloc(1, sizeof *q);
+  *q = (CollPending){.x = x, .p = p, .xg = xg, .replica = replica, .partition = partition,
+                     .self = (int)(replica * c->num_partitions + partition), .out = out};
+  if (!stage_all_in(x, p, in, &q->ins, &q->outs, d)) {
+    free(q->ins);
+    free(q->outs);
+    free(q);
+    return false;
+  }
+  q->waiter = xg->waiter_new(xg, q->self);
+  if (pthread_create(&q->th, NULL, background, q) != 0) {
+    /* no thread: here and now */
+    background(q);
+    q->th = pthread_self();
+    bool ok = q->ok;
+    xg->waiter_await(xg, q->waiter);
+    if (!ok) diag_error(d, (Loc){0}, "%s", q->d.msg ? q->d.msg : "failed");
+    diag_clear(&q->d);
+    free(q->ins);
+    free(q->outs);
+    free(q);
+    return ok;
+  }
+  *pending = q;
+  return true;
+}
+
+void coll_abandon(CollPending *q, const char *why) {
+  if (q) q->xg->abandon(q->xg, q->self, why);
+}
+
+bool coll_wait(CollPending *q, Diag *d) {
+  if (!q) return true;
+  q->xg->waiter_await(q->xg, q->waiter);
+  pthread_join(q->th, NULL);
+  bool ok = q->ok;
+  if (!ok) diag_error(d, (Loc){0}, "%s", q->d.msg ? q->d.msg : "failed");
+  diag_clear(&q->d);
+  free(q->ins);
+  free(q->outs);
+  free(q);
   return ok;
 }

@@ -25,7 +25,10 @@ typedef struct CollExec CollExec;
  * when it cannot.  Its communicators are made with the host exchange:
  * member 0 of a group makes the unique id (ncclGetUniqueId) and xchg_bcast
  * (lib/support/exchange.h) carries it to the others, through MPI when the
- * devices are processes. */
+ * devices are processes.  An asynchronous pair's -start goes to run too
+ * (in stream order, so its done thunk has nothing more to wait for on the
+ * host; a transport with a stream of its own for collectives would wait
+ * there). */
 typedef struct CollDeviceOps {
   void *impl;
   bool (*run)(void *impl, Platform *p, const CollDesc *c, const XchgGroup *g,
@@ -46,6 +49,22 @@ void coll_free(CollExec *x);
 bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps *dev,
               int64_t replica, int64_t partition, const DevPtr *in, const DevPtr *out,
               Diag *d);
+/* The -start thunk of an asynchronous pair (async_id >= 0): starts the
+ * collective as coll_run runs it.  On the host platform, with an exchange
+ * that has background threads, the staged operands are exchanged and the
+ * results written on a thread of their own while the caller goes on, and
+ * *pending is for coll_wait (the pair's done thunk); else it completes
+ * here and *pending is NULL. */
+typedef struct CollPending CollPending;
+bool coll_start(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps *dev,
+                int64_t replica, int64_t partition, const DevPtr *in, const DevPtr *out,
+                CollPending **pending, Diag *d);
+/* Waits for a started collective (NULL: done already) and frees it; false
+ * with its failure in d. */
+bool coll_wait(CollPending *q, Diag *d);
+/* The device's run is failing: the started collective stops waiting for
+ * the other devices (coll_wait still follows). */
+void coll_abandon(CollPending *q, const char *why);
 /* The same on host buffers: in[k] and out[k] hold operand and result k,
  * row-major, in distinct memory (all-reduce operands of one element type
  * that lie side by side, results too, are reduced as one flat array).

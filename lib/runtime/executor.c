@@ -126,6 +126,10 @@ struct Executor {
   const CollDeviceOps *coll_dev;  /* executor_set_device_collectives */
   int ncolls;
   CollExec **colls;               /* every collective's, to free them */
+  int npend;                      /* asynchronous collectives started and
+                                     not yet waited for (their -done's
+                                     thunk comes later in the run) */
+  struct Pend { int64_t id; CollPending *q; } *pend;
   int64_t replica, partition;
   double trace_end;               /* the last traced run's end, ms */
   int base_mark;                  /* the mark at this run's start */
@@ -358,6 +362,7 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
     const CollDesc *c = t->coll;
     if (!c || c->n < 0)
       return ex_err(d, "the artifact has a collective thunk without its description");
+    if (c->done) return true;     /* waits for its -start: nothing to prepare */
     int nout = c->n ? c->n : 1;
     x->coll_in = ARENA_ARRAY(e->arena, DevPtr, c->n + 1);
     x->coll_out = ARENA_ARRAY(e->arena, DevPtr, nout);
@@ -707,6 +712,7 @@ void executor_free(Executor *e) {
   free(e->cbs);
   for (int k = 0; k < e->ncolls; k++) coll_free(e->colls[k]);
   free(e->colls);
+  free(e->pend);
   if (e->pool) e->p->free(e->p, e->pool);
   if (e->stage) e->p->host_free(e->p, e->stage);
   free(e->bufs);
@@ -927,6 +933,9 @@ static bool run_cmdbuf(Executor *e, const ExecThunk *x, Diag *d) {
   return p->cmdbuf_launch(p, cb->handle, d);
 }
 
+static bool pend_add(Executor *e, int64_t id, CollPending *q, Diag *d);
+static bool pend_wait(Executor *e, int64_t id, Diag *d);
+
 static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
   Platform *p = e->p;
   const Thunk *t = x->thunk;
@@ -971,11 +980,60 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
   case THUNK_COMMAND_BUFFER:
     if (e->no_cmdbufs || !p->cmdbuf_begin) return run_seq(e, &x->cmds, d);
     return run_cmdbuf(e, x, d);
-  case THUNK_COLLECTIVE:
-    return coll_run(x->coll, p, e->xchg, e->coll_dev, e->replica, e->partition, x->coll_in,
-                    x->coll_out, d);
+  case THUNK_COLLECTIVE: {
+    const CollDesc *c = t->coll;
+    if (c->done) return pend_wait(e, c->async_id, d);
+    if (c->async_id < 0)
+      return coll_run(x->coll, p, e->xchg, e->coll_dev, e->replica, e->partition,
+                      x->coll_in, x->coll_out, d);
+    CollPending *q;
+    if (!coll_start(x->coll, p, e->xchg, e->coll_dev, e->replica, e->partition, x->coll_in,
+                    x->coll_out, &q, d))
+      return false;
+    return pend_add(e, c->async_id, q, d);
+  }
   }
   return false;
+}
+
+/* The asynchronous collectives of a run: a -start's thunk adds its pair,
+ * the -done's waits for it and takes it off. */
+static bool pend_add(Executor *e, int64_t id, CollPending *q, Diag *d) {
+  for (int k = 0; k < e->npend; k++)
+    if (e->pend[k].id == id) {
+      coll_wait(q, d);
+      return ex_err(d, "the asynchronous collective %lld started again before its -done",
+                    (long long)id);
+    }
+  e->pend = xreallocarray(e->pend, (size_t)e->npend + 1, sizeof *e->pend);
+  e->pend[e->npend++] = (struct Pend){id, q};
+  return true;
+}
+
+static bool pend_wait(Executor *e, int64_t id, Diag *d) {
+  for (int k = 0; k < e->npend; k++)
+    if (e->pend[k].id == id) {
+      CollPending *q = e->pend[k].q;
+      e->pend[k] = e->pend[--e->npend];
+      return coll_wait(q, d);
+    }
+  return ex_err(d, "the -done of asynchronous collective %lld, which has not started",
+                (long long)id);
+}
+
+/* At a run's end: what was started and not waited for (a failed run:
+ * abandoned first, so that it stops waiting for the other devices). */
+static bool pend_finish(Executor *e, bool ok, Diag *d) {
+  for (int k = 0; !ok && k < e->npend; k++) coll_abandon(e->pend[k].q, d->msg);
+  bool left = ok && e->npend > 0;
+  for (int k = 0; k < e->npend; k++) {
+    Diag ignore = {0};
+    coll_wait(e->pend[k].q, &ignore);
+    diag_clear(&ignore);
+  }
+  e->npend = 0;
+  if (left) return ex_err(d, "an asynchronous collective started and never waited for");
+  return ok;
 }
 
 /* With --sync-each-thunk: a synchronization after a thunk that issued
@@ -1166,7 +1224,7 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
     run_ev = trace_begin(e, -1);
   }
   if (marks && !p->mark(p, start, d)) return false;
-  if (!run_seq(e, &e->entry, d))
+  if (!pend_finish(e, run_seq(e, &e->entry, d), d))
     return false;
   double run_ms = 0;
   if (marks && !p->mark(p, end, d)) return false;

@@ -2,10 +2,10 @@
  * thunk_file.c - the artifact's file, PREFIX.thunks: writing, reading and
  * checking it, and reading the kernel file it names.
  *
- * The format (version 3) is line-oriented text with binary sections at the
+ * The format (version 4) is line-oriented text with binary sections at the
  * end, so that `head` shows what a file holds:
  *
- *   XHLO-THUNKS 3
+ *   XHLO-THUNKS 4
  *   module STR
  *   target STR
  *   host-cpu STR STR                 (host: the CPU the kernels were built
@@ -46,6 +46,9 @@
  *     seq N ...                       gemms or convs, one deeper)
  *   collective op=NAME annotation=STR reduction=NAME dim=D channel=C
  *        mode=NAME replicas=R partitions=P groups=G pairs=Q operands=N
+ *        async=A done=D              (A: -1, or the asynchronous pair's id;
+ *                                     D 1: the pair's done thunk, no
+ *                                     operands or results)
  *     group K IDS                    (G lines, one deeper: K ids)
  *     pair S,T                       (Q lines)
  *     in SLICE STR                   (N lines: operand slice and shape)
@@ -284,11 +287,11 @@ static void put_collective(StrBuf *b, const Thunk *t, int depth) {
   sb_printf(b, "collective op=%s annotation=", coll_kind_name(c->kind));
   put_str(b, t->annotation);
   sb_printf(b, " reduction=%s dim=%lld channel=%lld mode=%s replicas=%lld "
-            "partitions=%lld groups=%d pairs=%d operands=%d\n",
+            "partitions=%lld groups=%d pairs=%d operands=%d async=%lld done=%d\n",
             coll_reduction_name(c->reduction), (long long)c->dim,
             (long long)c->channel_id, coll_mode_name(c->mode),
             (long long)c->replica_count, (long long)c->num_partitions,
-            c->ngroups, c->npairs, c->n);
+            c->ngroups, c->npairs, c->n, (long long)c->async_id, c->done ? 1 : 0);
   for (int g = 0; g < c->ngroups; g++) {
     put_indent(b, depth + 1);
     sb_printf(b, "group %lld ", (long long)c->group_sizes[g]);
@@ -300,7 +303,7 @@ static void put_collective(StrBuf *b, const Thunk *t, int depth) {
     sb_printf(b, "pair %lld,%lld\n", (long long)c->pairs[k][0],
               (long long)c->pairs[k][1]);
   }
-  int nout = c->n ? c->n : 1;
+  int nout = c->done ? 0 : c->n ? c->n : 1;
   for (int pass = 0; pass < 2; pass++)
     for (int k = 0; k < (pass ? nout : c->n); k++) {
       put_indent(b, depth + 1);
@@ -820,6 +823,7 @@ static bool read_collective(Rd *r, Thunk *t, int depth) {
   for (int k = 0; k <= COLL_MAX; k++) reds[k] = coll_reduction_name(k);
   for (int k = 0; k < 4; k++) modes[k] = coll_mode_name(k);
   int kind = 0, red = 0, mode = 0;
+  int64_t done = 0;
   if (!(lit(r, "op=") && name_of(r, kinds, COLL_NKINDS, "a collective", &kind) &&
         lit(r, " annotation=") && str(r, &t->annotation) &&
         lit(r, " reduction=") && name_of(r, reds, COLL_MAX + 1, "a reduction", &red) &&
@@ -830,8 +834,11 @@ static bool read_collective(Rd *r, Thunk *t, int depth) {
         lit(r, " partitions=") && num(r, 1, 1 << 20, &c->num_partitions) &&
         lit(r, " groups=") && count(r, 8, &c->ngroups) &&
         lit(r, " pairs=") && count(r, 8, &c->npairs) &&
-        lit(r, " operands=") && count(r, 16, &c->n) && lit(r, "\n")))
+        lit(r, " operands=") && count(r, 16, &c->n) &&
+        lit(r, " async=") && num(r, -1, INT64_MAX, &c->async_id) &&
+        lit(r, " done=") && num(r, 0, 1, &done) && lit(r, "\n")))
     return false;
+  c->done = done != 0;
   c->kind = kind;
   c->reduction = red;
   c->mode = mode;
@@ -854,10 +861,12 @@ static bool read_collective(Rd *r, Thunk *t, int depth) {
           lit(r, "\n")))
       return false;
   bool ids = c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID;
-  if (ids != (c->n == 0))
+  if (c->done && (ids || c->n != 0 || c->async_id < 0))
+    return fail(r, "a done thunk of an asynchronous collective, without operands");
+  if (!c->done && ids != (c->n == 0))
     return fail(r, ids ? "no operands for replica-id and partition-id"
                        : "at least one operand");
-  int nout = c->n ? c->n : 1;
+  int nout = c->done ? 0 : c->n ? c->n : 1;
   c->in = ARENA_ARRAY(r->ar, BufSlice, c->n);
   c->in_shape = ARENA_ARRAY(r->ar, char *, c->n);
   c->out = ARENA_ARRAY(r->ar, BufSlice, nout);

@@ -29,7 +29,7 @@
 #include "libcall.h"
 
 #define THUNK_FILE_MAGIC "XHLO-THUNKS"
-#define THUNK_FILE_VERSION 3
+#define THUNK_FILE_VERSION 4
 
 /* A byte range of one allocation (XLA's BufferAllocation::Slice). */
 typedef struct BufSlice {
@@ -98,7 +98,15 @@ typedef struct CollDesc {
   int64_t **groups;
   int npairs;                     /* collective-permute: source, target */
   int64_t (*pairs)[2];
-  int n;                          /* operands = results; 0 for the ids */
+  int64_t async_id;               /* -1: synchronous; else the id of an
+                                     asynchronous pair (its -start's
+                                     instruction id): this thunk starts the
+                                     collective, the pair's done thunk waits
+                                     for it */
+  bool done;                      /* the done thunk of pair async_id (an
+                                     -done): no operands or results */
+  int n;                          /* operands = results; 0 for the ids and
+                                     done thunks */
   BufSlice *in, *out;             /* n each; the ids: out[0] only */
   char **in_shape, **out_shape;   /* shape text with layout, n each */
 } CollDesc;

@@ -39,6 +39,9 @@ typedef struct XchgGroup {
   const int64_t *members;          /* device ids, in group order */
   int n;
   int me;                          /* this device's position in members */
+  void *bg;                        /* NULL: the device's own thread; else the
+                                      background thread (waiter_new) that
+                                      exchanges for it */
 } XchgGroup;
 
 typedef struct Exchange Exchange;
@@ -67,6 +70,19 @@ struct Exchange {
    * first, or the lowest one that failed), -1 when none did; its message
    * into why (mpi: another process's device's). */
   int (*first_failed)(Exchange *x, char *why, size_t nwhy);
+  /* Device dev is failing: its pending exchanges, a background thread's
+   * too, fail now (its end comes later). */
+  void (*abandon)(Exchange *x, int dev, const char *why);
+  /* Asynchronous collectives: a background thread that exchanges for
+   * device dev (passing the waiter in XchgGroup.bg) while the device's own
+   * thread goes on; it calls waiter_done when it is over, and the device's
+   * thread waits for that with waiter_await, which frees the waiter.  A
+   * device waiting so counts as waiting for what its background thread
+   * waits for (threads: no hang when the devices ran different
+   * collectives). */
+  void *(*waiter_new)(Exchange *x, int dev);
+  void (*waiter_done)(Exchange *x, void *waiter);
+  void (*waiter_await)(Exchange *x, void *waiter);
   void (*destroy)(Exchange *x);
 };
 

@@ -20,8 +20,13 @@
  * At its run's end each process sends its notice (failed or not, with its
  * message) to every other and waits for all of theirs, so every process
  * knows how the run went before it writes anything.
+ *
+ * Asynchronous collectives exchange from background threads: MPI is
+ * initialized for MPI_THREAD_SERIALIZED and every MPI call is made under
+ * one mutex (an exchange polls, releasing it between rounds).
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +41,9 @@
 
 typedef struct Mpi {
   void *lib;
+  pthread_mutex_t mu;              /* every MPI call */
+  bool abandoned;                  /* this device is failing (abandon) */
+  char abandon_why[NOTICE_BYTES];
   XMPI_Comm world;
   XMPI_Datatype byte;
   int rank, size;
@@ -129,6 +137,7 @@ static bool mpi_exchange(Exchange *x, const XchgGroup *g, const void *const *sen
   int tag = tag_of(g->name), nreq = 0, cap = 0;
   Req *reqs = NULL;
   bool ok = true;
+  pthread_mutex_lock(&m->mu);
   for (int pass = 0; pass < 2 && ok; pass++) /* receives first */
     for (int j = 0; j < g->n && ok; j++) {
       size_t n = pass == 0 ? recv_bytes[j] : send_bytes[j];
@@ -178,6 +187,11 @@ static bool mpi_exchange(Exchange *x, const XchgGroup *g, const void *const *sen
       }
     }
     if (!ok || !left) break;
+    if (m->abandoned) {
+      snprintf(why, nwhy, "the run was abandoned: %s", m->abandon_why);
+      ok = false;
+      break;
+    }
     if (!poll_notices(m, why, nwhy)) {
       ok = false;
       break;
@@ -219,15 +233,21 @@ static bool mpi_exchange(Exchange *x, const XchgGroup *g, const void *const *sen
         ok = false;
       }
     }
-    if (ok) sched_yield();
+    if (ok) {
+      pthread_mutex_unlock(&m->mu);
+      sched_yield();
+      pthread_mutex_lock(&m->mu);
+    }
   }
   if (!ok) drop(m, reqs, nreq);
+  pthread_mutex_unlock(&m->mu);
   free(reqs);
   return ok;
 }
 
 static void mpi_end(Exchange *x, int dev, bool failed, const char *why) {
   Mpi *m = x->impl;
+  pthread_mutex_lock(&m->mu);
   char notice[NOTICE_BYTES] = {0}, err[NOTICE_BYTES];
   notice[0] = failed;
   snprintf(notice + 1, NOTICE_BYTES - 1, "%s", failed && why ? why : "");
@@ -270,7 +290,52 @@ static void mpi_end(Exchange *x, int dev, bool failed, const char *why) {
         break;
       }
   for (int r = 0; r < m->size; r++) m->ended[r] = m->failed[r] = false;
+  m->abandoned = false;
+  pthread_mutex_unlock(&m->mu);
   (void)dev;
+}
+
+static void mpi_abandon(Exchange *x, int dev, const char *why) {
+  Mpi *m = x->impl;
+  pthread_mutex_lock(&m->mu);
+  m->abandoned = true;
+  snprintf(m->abandon_why, NOTICE_BYTES, "device %d: %s", dev, why ? why : "failed");
+  pthread_mutex_unlock(&m->mu);
+}
+
+/* A background thread's completion, for the device's own thread. */
+typedef struct Waiter {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+} Waiter;
+
+static void *mpi_waiter_new(Exchange *x, int dev) {
+  (void)x, (void)dev;
+  Waiter *t = xcalloc(1, sizeof *t);
+  pthread_mutex_init(&t->mu, NULL);
+  pthread_cond_init(&t->cv, NULL);
+  return t;
+}
+
+static void mpi_waiter_done(Exchange *x, void *p) {
+  (void)x;
+  Waiter *t = p;
+  pthread_mutex_lock(&t->mu);
+  t->done = true;
+  pthread_cond_broadcast(&t->cv);
+  pthread_mutex_unlock(&t->mu);
+}
+
+static void mpi_waiter_await(Exchange *x, void *p) {
+  (void)x;
+  Waiter *t = p;
+  pthread_mutex_lock(&t->mu);
+  while (!t->done) pthread_cond_wait(&t->cv, &t->mu);
+  pthread_mutex_unlock(&t->mu);
+  pthread_mutex_destroy(&t->mu);
+  pthread_cond_destroy(&t->cv);
+  free(t);
 }
 
 static int mpi_first_failed(Exchange *x, char *why, size_t nwhy) {
@@ -282,6 +347,7 @@ static int mpi_first_failed(Exchange *x, char *why, size_t nwhy) {
 static void mpi_destroy(Exchange *x) {
   Mpi *m = x->impl;
   m->finalize();
+  pthread_mutex_destroy(&m->mu);
   /* libmpi stays loaded: OpenMPI is not made to be unloaded */
   free(m->ended);
   free(m->failed);
@@ -316,11 +382,11 @@ Exchange *xchg_mpi_new(char *why, size_t nwhy) {
     {"MPI_Get_count", (void **)&m->get_count},
     {"MPI_Error_string", (void **)&m->error_string},
   };
-  void *init = dlsym(lib, "MPI_Init"), *initialized = dlsym(lib, "MPI_Initialized");
+  void *init = dlsym(lib, "MPI_Init_thread"), *initialized = dlsym(lib, "MPI_Initialized");
   void *rank = dlsym(lib, "MPI_Comm_rank"), *size = dlsym(lib, "MPI_Comm_size");
   void *seterr = dlsym(lib, "MPI_Comm_set_errhandler");
   void *errors_return = dlsym(lib, "ompi_mpi_errors_return");
-  const char *missing = !init ? "MPI_Init" : !initialized ? "MPI_Initialized"
+  const char *missing = !init ? "MPI_Init_thread" : !initialized ? "MPI_Initialized"
                       : !rank ? "MPI_Comm_rank" : !size ? "MPI_Comm_size"
                       : !seterr ? "MPI_Comm_set_errhandler"
                       : !errors_return ? "ompi_mpi_errors_return" : NULL;
@@ -332,14 +398,17 @@ Exchange *xchg_mpi_new(char *why, size_t nwhy) {
     free(m);
     return NULL;
   }
-  int flag = 0, rc = ((XMPI_Initialized_fn)initialized)(&flag);
-  if (rc == XMPI_SUCCESS && !flag) rc = ((XMPI_Init_fn)init)(NULL, NULL);
+  int flag = 0, provided = 0, rc = ((XMPI_Initialized_fn)initialized)(&flag);
+  if (rc == XMPI_SUCCESS && !flag)
+    rc = ((XMPI_Init_thread_fn)init)(NULL, NULL, XMPI_THREAD_SERIALIZED, &provided);
+  else
+    provided = 0;                  /* initialized by someone else: one thread */
   if (rc == XMPI_SUCCESS)
     rc = ((XMPI_Comm_set_errhandler_fn)seterr)(m->world, (XMPI_Errhandler)errors_return);
   if (rc == XMPI_SUCCESS) rc = ((XMPI_Comm_rank_fn)rank)(m->world, &m->rank);
   if (rc == XMPI_SUCCESS) rc = ((XMPI_Comm_size_fn)size)(m->world, &m->size);
   if (rc != XMPI_SUCCESS) {
-    mpi_err(m, rc, "MPI_Init", why, nwhy);
+    mpi_err(m, rc, "MPI_Init_thread", why, nwhy);
     free(m);
     return NULL;
   }
@@ -347,6 +416,7 @@ Exchange *xchg_mpi_new(char *why, size_t nwhy) {
   m->failed = xcalloc((size_t)m->size, sizeof *m->failed);
   m->why = xcalloc((size_t)m->size, sizeof *m->why);
   m->first_failed = -1;
+  pthread_mutex_init(&m->mu, NULL);
   Exchange *x = xcalloc(1, sizeof *x);
   x->name = "mpi";
   x->ndev = m->size;
@@ -355,6 +425,13 @@ Exchange *xchg_mpi_new(char *why, size_t nwhy) {
   x->exchange = mpi_exchange;
   x->end = mpi_end;
   x->first_failed = mpi_first_failed;
+  x->abandon = mpi_abandon;
+  if (provided >= XMPI_THREAD_SERIALIZED) {
+    /* else every collective runs on the device's own thread */
+    x->waiter_new = mpi_waiter_new;
+    x->waiter_done = mpi_waiter_done;
+    x->waiter_await = mpi_waiter_await;
+  }
   x->destroy = mpi_destroy;
   return x;
 }

@@ -26,8 +26,8 @@ static bool th_exchange(Exchange *x, const XchgGroup *g, const void *const *send
   Offer mine = {g->n, send, send_bytes};
   void *const *brought;
   int64_t self = g->members[g->me];
-  RdvMeet *m = rdv_join(w, g->key, g->name, g->members, g->n, self, &mine, &brought,
-                        why, nwhy);
+  RdvMeet *m = rdv_join(w, g->key, g->name, g->members, g->n, self, &mine, g->bg,
+                        &brought, why, nwhy);
   if (!m) return false;
   bool ok = true;
   for (int j = 0; j < g->n && ok; j++) {
@@ -55,6 +55,14 @@ static int th_first_failed(Exchange *x, char *why, size_t nwhy) {
   return rdv_first_failed(x->impl);
 }
 
+static void th_abandon(Exchange *x, int dev, const char *why) {
+  rdv_abandon(x->impl, dev, why);
+}
+
+static void *th_waiter_new(Exchange *x, int dev) { return rdv_waiter_new(x->impl, dev); }
+static void th_waiter_done(Exchange *x, void *t) { rdv_waiter_finish(x->impl, t); }
+static void th_waiter_await(Exchange *x, void *t) { rdv_waiter_await(x->impl, t); }
+
 static void th_destroy(Exchange *x) {
   rdv_free(x->impl);
   free(x);
@@ -69,6 +77,10 @@ Exchange *xchg_threads_new(int ndev) {
   x->exchange = th_exchange;
   x->end = th_end;
   x->first_failed = th_first_failed;
+  x->abandon = th_abandon;
+  x->waiter_new = th_waiter_new;
+  x->waiter_done = th_waiter_done;
+  x->waiter_await = th_waiter_await;
   x->destroy = th_destroy;
   return x;
 }

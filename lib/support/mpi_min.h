@@ -31,9 +31,10 @@ typedef struct XMPI_Status {
 #define XMPI_ANY_TAG (-1)
 #define XMPI_STATUS_IGNORE ((XMPI_Status *)0)
 #define XMPI_MAX_ERROR_STRING 256  /* OpenMPI's; the buffer we give */
+#define XMPI_THREAD_SERIALIZED 2
 
 /* The functions, as libmpi exports them. */
-typedef int (*XMPI_Init_fn)(int *argc, char ***argv);
+typedef int (*XMPI_Init_thread_fn)(int *argc, char ***argv, int required, int *provided);
 typedef int (*XMPI_Initialized_fn)(int *flag);
 typedef int (*XMPI_Finalize_fn)(void);
 typedef int (*XMPI_Comm_rank_fn)(XMPI_Comm comm, int *rank);

@@ -5,11 +5,12 @@
  * One mutex and one condition variable for the whole run (a handful of
  * devices).  Phase 1: members join; the last to join completes the meeting
  * and takes it off the active list.  Phase 2: members leave; nobody returns
- * until all have left, and the last to return frees the meeting.  Devices
- * waiting in phase 1 of an incomplete meeting are counted (nblocked): when
- * they and the devices whose runs ended are all of them, no meeting can
- * complete any more, and the run fails.  Phase 2 always completes: its
- * members have all joined and leave whatever happens to them.
+ * until all have left, and the last to return frees the meeting.  A device
+ * is stuck when its run has ended, or its own thread waits in phase 1 of an
+ * incomplete meeting, or waits for a background thread that does: when
+ * every device is stuck no meeting can complete any more, and the run
+ * fails.  Phase 2 always completes: its members have all joined and leave
+ * whatever happens to them.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -17,12 +18,20 @@
 
 #include "rendezvous.h"
 
+struct RdvWaiter {
+  int dev;
+  bool in_join;                    /* waiting in phase 1 */
+  bool finished;
+};
+
 struct RdvMeet {
   RdvMeet *next;
   const void *key;
   int n;
   int64_t *members;
   void **brought;                  /* per member */
+  RdvWaiter **bg;                  /* per member: its background thread, or
+                                      NULL for the device's own */
   bool *joined;
   int arrived, departed, released;
   bool complete;
@@ -32,8 +41,10 @@ struct Rendezvous {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   int ndev;
-  int nblocked;                    /* devices in phase 1 of an incomplete meeting */
-  int nexited;                     /* devices whose run has ended */
+  bool *exited;                    /* per device: its run has ended */
+  bool *joining;                   /* per device: its own thread is in phase 1 */
+  RdvWaiter **awaiting;            /* per device: the background thread its
+                                      own thread waits for */
   bool aborted;
   char why[256];                   /* why the run was abandoned */
   int first_failed;                /* the device that failed first; -1 none */
@@ -46,12 +57,30 @@ Rendezvous *rdv_new(int ndev) {
   pthread_cond_init(&w->cv, NULL);
   w->ndev = ndev;
   w->first_failed = -1;
+  w->exited = xcalloc((size_t)ndev + 1, sizeof *w->exited);
+  w->joining = xcalloc((size_t)ndev + 1, sizeof *w->joining);
+  w->awaiting = xcalloc((size_t)ndev + 1, sizeof *w->awaiting);
   return w;
+}
+
+/* Whether no device can go on (under the mutex). */
+static bool all_stuck(const Rendezvous *w) {
+  for (int d = 0; d < w->ndev; d++)
+    if (!w->exited[d] && !w->joining[d] && !(w->awaiting[d] && w->awaiting[d]->in_join))
+      return false;
+  return true;
+}
+
+/* Device dev's thread (bg NULL: its own) waits in phase 1, or no longer. */
+static void set_joining(Rendezvous *w, int64_t dev, RdvWaiter *bg, bool on) {
+  if (bg) bg->in_join = on;
+  else if (dev >= 0 && dev < w->ndev) w->joining[dev] = on;
 }
 
 static void meet_free(RdvMeet *m) {
   free(m->members);
   free(m->brought);
+  free(m->bg);
   free(m->joined);
   free(m);
 }
@@ -64,6 +93,9 @@ void rdv_free(Rendezvous *w) {
   }
   pthread_mutex_destroy(&w->mu);
   pthread_cond_destroy(&w->cv);
+  free(w->exited);
+  free(w->joining);
+  free(w->awaiting);
   free(w);
 }
 
@@ -81,10 +113,48 @@ static void abort_run(Rendezvous *w, int dev, const char *why) {
 
 void rdv_exit(Rendezvous *w, int dev, bool failed, const char *why) {
   pthread_mutex_lock(&w->mu);
-  w->nexited++;
+  if (dev >= 0 && dev < w->ndev) w->exited[dev] = true;
   if (failed) abort_run(w, dev, why ? why : "failed");
   pthread_cond_broadcast(&w->cv);
   pthread_mutex_unlock(&w->mu);
+}
+
+void rdv_abandon(Rendezvous *w, int dev, const char *why) {
+  pthread_mutex_lock(&w->mu);
+  abort_run(w, dev, why ? why : "failed");
+  pthread_mutex_unlock(&w->mu);
+}
+
+RdvWaiter *rdv_waiter_new(Rendezvous *w, int dev) {
+  (void)w;
+  RdvWaiter *t = xcalloc(1, sizeof *t);
+  t->dev = dev;
+  return t;
+}
+
+void rdv_waiter_finish(Rendezvous *w, RdvWaiter *t) {
+  pthread_mutex_lock(&w->mu);
+  t->finished = true;
+  t->in_join = false;
+  pthread_cond_broadcast(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+}
+
+void rdv_waiter_await(Rendezvous *w, RdvWaiter *t) {
+  pthread_mutex_lock(&w->mu);
+  if (t->dev >= 0 && t->dev < w->ndev) w->awaiting[t->dev] = t;
+  while (!t->finished) {
+    if (!w->aborted && all_stuck(w)) {
+      char what[160];
+      snprintf(what, sizeof what, "device %d waits for an asynchronous collective that "
+               "cannot complete (the devices ran different collectives)", t->dev);
+      abort_run(w, t->dev, what);
+    }
+    pthread_cond_wait(&w->cv, &w->mu);
+  }
+  if (t->dev >= 0 && t->dev < w->ndev) w->awaiting[t->dev] = NULL;
+  pthread_mutex_unlock(&w->mu);
+  free(t);
 }
 
 /* The incomplete meeting of key with exactly these members; NULL none.
@@ -107,7 +177,7 @@ static RdvMeet *find(Rendezvous *w, const void *key, const int64_t *members,
 
 RdvMeet *rdv_join(Rendezvous *w, const void *key, const char *name,
                   const int64_t *members, int n, int64_t me, void *mine,
-                  void *const **brought, char *why, size_t nwhy) {
+                  RdvWaiter *bg, void *const **brought, char *why, size_t nwhy) {
   int pos = -1;
   for (int k = 0; k < n; k++)
     if (members[k] == me) pos = k;
@@ -133,6 +203,7 @@ RdvMeet *rdv_join(Rendezvous *w, const void *key, const char *name,
     m->members = xcalloc((size_t)n, sizeof *m->members);
     memcpy(m->members, members, (size_t)n * sizeof *members);
     m->brought = xcalloc((size_t)n, sizeof *m->brought);
+    m->bg = xcalloc((size_t)n, sizeof *m->bg);
     m->joined = xcalloc((size_t)n, sizeof *m->joined);
     m->next = w->active;
     w->active = m;
@@ -143,9 +214,11 @@ RdvMeet *rdv_join(Rendezvous *w, const void *key, const char *name,
   }
   m->joined[pos] = true;
   m->brought[pos] = mine;
+  m->bg[pos] = bg;
   if (++m->arrived == n) {
     m->complete = true;
-    w->nblocked -= n - 1;
+    for (int k = 0; k < n; k++)
+      if (k != pos) set_joining(w, m->members[k], m->bg[k], false);
     for (RdvMeet **p = &w->active; *p; p = &(*p)->next)
       if (*p == m) {
         *p = m->next;
@@ -153,9 +226,9 @@ RdvMeet *rdv_join(Rendezvous *w, const void *key, const char *name,
       }
     pthread_cond_broadcast(&w->cv);
   } else {
-    w->nblocked++;
+    set_joining(w, me, bg, true);
     while (!m->complete && !w->aborted) {
-      if (w->nblocked + w->nexited == w->ndev) {
+      if (all_stuck(w)) {
         char what[200];
         snprintf(what, sizeof what, "%s: the devices ran different collectives",
                  name);
@@ -171,7 +244,7 @@ RdvMeet *rdv_join(Rendezvous *w, const void *key, const char *name,
                  "can (the devices ran different collectives)", m->arrived, n);
       else
         snprintf(why, nwhy, "the run was abandoned: %s", w->why);
-      w->nblocked--;
+      set_joining(w, me, bg, false);
       m->joined[pos] = false;
       m->brought[pos] = NULL;
       goto fail;

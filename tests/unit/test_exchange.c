@@ -33,11 +33,13 @@ _Static_assert(sizeof(XMPI_Comm) == sizeof(MPI_Comm) && sizeof(XMPI_Request) == 
 _Static_assert(XMPI_SUCCESS == MPI_SUCCESS && XMPI_ANY_SOURCE == MPI_ANY_SOURCE &&
                XMPI_ANY_TAG == MPI_ANY_TAG, "constants");
 _Static_assert(XMPI_MAX_ERROR_STRING >= MPI_MAX_ERROR_STRING, "error string");
+_Static_assert(XMPI_THREAD_SERIALIZED == MPI_THREAD_SERIALIZED, "thread level");
 /* the functions' types, as mpi.h declares them (typeof: no reference to
  * libmpi, which the test does not link) */
 #define SAME(fn, xfn) __builtin_types_compatible_p(__typeof__(&fn), xfn)
 #define MPI_TYPES_OK                                                          \
-  (SAME(MPI_Init, XMPI_Init_fn) && SAME(MPI_Initialized, XMPI_Initialized_fn) && \
+  (SAME(MPI_Init_thread, XMPI_Init_thread_fn) &&                              \
+   SAME(MPI_Initialized, XMPI_Initialized_fn) &&                              \
    SAME(MPI_Finalize, XMPI_Finalize_fn) &&                                     \
    SAME(MPI_Comm_rank, XMPI_Comm_rank_fn) && SAME(MPI_Comm_size, XMPI_Comm_size_fn) && \
    SAME(MPI_Cancel, XMPI_Cancel_fn) && SAME(MPI_Request_free, XMPI_Request_free_fn) && \

@@ -112,7 +112,7 @@ Test(thunk_file, round_trip) {
   Diag d = {0};
   cr_assert(artifact_validate(a, &d), "%s", d.msg);
   StrBuf b = serialized(a);
-  cr_assert(strncmp(b.s, "XHLO-THUNKS 3\n", 14) == 0);
+  cr_assert(strncmp(b.s, "XHLO-THUNKS 4\n", 14) == 0);
   Artifact *r = artifact_parse(b.s, b.len, "t.thunks", &d);
   cr_assert_not_null(r, "%s", d.msg);
   cr_assert_str_eq(r->module_name, "sample");
@@ -207,7 +207,7 @@ Test(thunk_file, magic_version_checksum_garbage) {
   char *copy = xmalloc(b.len + 64);
   memcpy(copy, b.s, b.len);
   copy[12] = '1';
-  expect_refused(copy, b.len, "version 1; this build reads version 3");
+  expect_refused(copy, b.len, "version 1; this build reads version 4");
   memcpy(copy, b.s, b.len);
   copy[b.len - 2] = copy[b.len - 2] == '0' ? '1' : '0';
   expect_refused(copy, b.len, "corrupted");
@@ -229,12 +229,12 @@ Test(thunk_file, magic_version_checksum_garbage) {
 }
 
 Test(thunk_file, counts_are_bounded) {
-  StrBuf b = with_checksum("XHLO-THUNKS 3\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
+  StrBuf b = with_checksum("XHLO-THUNKS 4\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
                            "kernel-file 4:m.so 0000000000000000\n"
                            "result-shape -\nallocations 2000000000\n");
   expect_refused(b.s, b.len, "expected a number in [0,");
   sb_free(&b);
-  StrBuf c = with_checksum("XHLO-THUNKS 3\nmodule 99999999:m\n");
+  StrBuf c = with_checksum("XHLO-THUNKS 4\nmodule 99999999:m\n");
   expect_refused(c.s, c.len, "as long as its length says");
   sb_free(&c);
 }
@@ -242,7 +242,7 @@ Test(thunk_file, counts_are_bounded) {
 Test(thunk_file, nesting_is_limited) {
   StrBuf t;
   sb_init(&t);
-  sb_puts(&t, "XHLO-THUNKS 3\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
+  sb_puts(&t, "XHLO-THUNKS 4\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
               "kernel-file 4:m.so 0000000000000000\nresult-shape -\n"
               "allocations 1\nalloc size=8 flags=temp param=0 index={} "
               "param-shape=- output-shape=-\nparameters 0\noutputs 0\n"
