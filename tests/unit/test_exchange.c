@@ -435,3 +435,96 @@ Test(exchange, bcast_carries_member_0s_bytes) {
   }
   xchg_free(x);
 }
+
+/* ---- background threads of a device (asynchronous collectives) ------- */
+
+#include <unistd.h>
+
+static const int64_t pair[2] = {0, 1};
+
+typedef struct Bg {
+  Exchange *x;
+  void *waiter;
+  const char *name;
+  const void *key;
+  bool ok;
+  char why[256];
+} Bg;
+
+/* One exchange of a byte between devices 0 and 1, as device `me`. */
+static bool swap_byte(Exchange *x, const void *key, const char *name, int me, void *bg,
+                      char *why, size_t nwhy) {
+  uint8_t out[2] = {(uint8_t)me, (uint8_t)me}, in[2] = {9, 9};
+  const void *send[2] = {&out[0], &out[1]};
+  void *recv[2] = {&in[0], &in[1]};
+  size_t one[2] = {1, 1};
+  XchgGroup g = {.key = key, .name = name, .members = pair, .n = 2, .me = me, .bg = bg};
+  if (!x->exchange(x, &g, send, one, recv, one, why, nwhy)) return false;
+  return in[0] == 0 && in[1] == 1;
+}
+
+static void *bg_main(void *p) {
+  Bg *b = p;
+  b->ok = swap_byte(b->x, b->key, b->name, 0, b->waiter, b->why, sizeof b->why);
+  b->x->waiter_done(b->x, b->waiter);
+  return NULL;
+}
+
+typedef struct Dev1 {
+  Exchange *x;
+  bool run_a;                      /* false: it ends without collective a */
+  bool ok;
+  char why[256];
+} Dev1;
+
+static const char key_a[] = "a", key_b[] = "b";
+
+static void *dev1_main(void *p) {
+  Dev1 *v = p;
+  usleep(50000);                   /* device 0 waits meanwhile */
+  v->ok = !v->run_a || (swap_byte(v->x, key_a, "a", 1, NULL, v->why, sizeof v->why) &&
+                        swap_byte(v->x, key_b, "b", 1, NULL, v->why, sizeof v->why));
+  v->x->end(v->x, 1, !v->ok, v->why);
+  return NULL;
+}
+
+/* Device 0 starts collective a in the background, then meets device 1 in
+ * b on its own thread, then waits for a; device 1 (later) runs a then b.
+ * With run_a false device 1 ends at once: device 0 must fail, not hang. */
+static void run_background(bool run_a, bool *ok0, char *why0, size_t n) {
+  Exchange *x = xchg_threads_new(2);
+  Bg b = {.x = x, .key = key_a, .name = "a"};
+  b.waiter = x->waiter_new(x, 0);
+  Dev1 v = {.x = x, .run_a = run_a};
+  pthread_t tb, t1;
+  pthread_create(&tb, NULL, bg_main, &b);
+  pthread_create(&t1, NULL, dev1_main, &v);
+  bool ok = true;
+  if (run_a) ok = swap_byte(x, key_b, "b", 0, NULL, why0, n);
+  x->waiter_await(x, b.waiter);
+  pthread_join(tb, NULL);
+  if (ok && !b.ok) {
+    ok = false;
+    snprintf(why0, n, "%s", b.why);
+  }
+  x->end(x, 0, !ok, why0);
+  pthread_join(t1, NULL);
+  *ok0 = ok && (!run_a || v.ok);
+  xchg_free(x);
+}
+
+Test(exchange, background_thread_meets_while_its_device_goes_on) {
+  bool ok;
+  char why[256] = "";
+  run_background(true, &ok, why, sizeof why);
+  cr_assert(ok, "%s", why);
+}
+
+Test(exchange, background_thread_that_cannot_meet_fails_its_device) {
+  bool ok;
+  char why[256] = "";
+  run_background(false, &ok, why, sizeof why);
+  cr_assert_not(ok);
+  cr_assert(strstr(why, "the devices ran different collectives") ||
+            strstr(why, "only 1 of its 2 devices arrived"), "%s", why);
+}
