@@ -782,6 +782,7 @@ static void rebind_seq(Executor *e, ExecSeq *s) {
       rebind_seq(e, &x->cmds);
       break;
     case THUNK_COLLECTIVE:
+      if (t->coll->done) break;  /* no slices */
       for (int a = 0; a < t->coll->n; a++) x->coll_in[a] = slice_addr(e, t->coll->in[a]);
       for (int a = 0; a < (t->coll->n ? t->coll->n : 1); a++)
         x->coll_out[a] = slice_addr(e, t->coll->out[a]);

@@ -44,6 +44,7 @@ int64_t thunk_bytes(const Thunk *t) {
   case THUNK_CONDITIONAL:
   case THUNK_COMMAND_BUFFER: return 0;
   case THUNK_COLLECTIVE:
+    if (t->coll->done) return 0;
     for (int k = 0; k < t->coll->n; k++) n += t->coll->in[k].size + t->coll->out[k].size;
     return t->coll->n ? n : t->coll->out[0].size;
   }
