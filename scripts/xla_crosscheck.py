@@ -134,6 +134,36 @@ def xla_error(e):
     return "%s: %s" % (type(e).__name__, head)
 
 
+def logical_result(arr, a, shape):
+    """A bounded dynamic result as XLA's runtime reads it (PJRT's
+    logical_on_device_shape on the CPU): jax hands over the buffer at its
+    bounds, which holds the valid elements packed in the layout's order,
+    then one s32 size per dimension after the array (the CPU's metadata
+    suffix).  Returns (the array at its runtime sizes, None), or (None,
+    why) for sizes PJRT refuses (outside the bounds: XLA wrote past the
+    buffer, its result is undefined)."""
+    import ctypes
+    dims = list(shape.dimensions())
+    if a.dtype.itemsize * 8 != np.dtype(a.dtype).itemsize * 8 or \
+            a.dtype.name in ("int4", "uint4", "int2", "uint2", "float4_e2m1fn"):
+        return None, "cross-check: a dynamic result of a sub-byte type"
+    ptr = arr.unsafe_buffer_pointer()
+    sizes = list((ctypes.c_int32 * len(dims)).from_address(ptr + a.nbytes))
+    for d, (n, b) in enumerate(zip(sizes, dims)):
+        if n < 0 or n > b or (not shape.is_dynamic_dimension(d) and n != b):
+            return None, ("XLA's dynamic result: runtime sizes %s incompatible with "
+                          "the bounds %s (PJRT refuses them; XLA wrote past the buffer)"
+                          % (sizes, dims))
+    try:
+        m2m = list(arr.format.layout.major_to_minor)
+    except AttributeError:
+        m2m = list(range(len(dims)))
+    count = int(np.prod(sizes)) if sizes else 1
+    raw = ctypes.string_at(ptr, count * a.dtype.itemsize)
+    phys = np.frombuffer(raw, dtype=a.dtype).reshape([sizes[d] for d in m2m])
+    return np.ascontiguousarray(phys.transpose([m2m.index(j) for j in range(len(dims))])), None
+
+
 def xla_run_one(req, jax, hlo, xla_client, _jax):
     text = open(req["hlo"]).read()
     # Aliasing changes no result, and hlo_to_stablehlo flattens the result
@@ -175,6 +205,10 @@ def xla_run_one(req, jax, hlo, xla_client, _jax):
     outs = []
     for k, r in enumerate(res):
         a = np.asarray(r[0])
+        if k < len(results) and results[k].is_array() and results[k].is_dynamic():
+            a, why = logical_result(r[0], a, results[k])
+            if a is None:
+                return {"status": "fail", "reason": why}
         p = os.path.join(req["dir"], "xla%d.npy" % k)
         save_npy(p, a)
         outs.append({"path": p, "dtype": a.dtype.name})
