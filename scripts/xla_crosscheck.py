@@ -445,6 +445,7 @@ def split_modules(path):
 RNG = re.compile(r"\b(rng|rng-bit-generator|rng-get-and-update-state)\(|GetRngSeed")
 PARAM = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.-]+)\s*=\s*\S+\s+parameter\(", re.M)
 REDUCE = re.compile(r"\s(?:reduce|reduce-window)\(([^)]*)\)")
+DYNAMIC_RESHAPE = re.compile(r"=\s*\w+\[[^\]]*<=[^\]]*\](\{[^}]*\})?\s+reshape\(")
 ALL_GATHER = re.compile(r"\ball-gather(-start)?\(")
 LOW_FLOAT_REDUCE = re.compile(r"=\s*(f16|bf16)\[[^\]]*\](\{[^}]*\})?\s+(reduce|reduce-window)\(")
 
@@ -467,6 +468,9 @@ def caveats(text):
         notes.append("an unstable sort: the order of ties is the implementation's")
     if re.search(r"\bcholesky\(|\"Cholesky\"", text):
         notes.append("cholesky of a random matrix that is not positive definite")
+    if DYNAMIC_RESHAPE.search(text):
+        notes.append("a reshape into a bounded dynamic shape: jax's HLO import drops the "
+                     "bound, and XLA reshapes the whole padded buffer")
     if ALL_GATHER.search(text):
         notes.append("an all-gather on one device: where its shapes assume more "
                      "devices, XLA leaves their slots unwritten")
