@@ -22,6 +22,7 @@
  *     DynamicPadder test OutputMinorDimensionReshape); into a static shape
  *     it reshapes the whole buffer, padding included (XLA's CPU: the
  *     padder leaves a reshape without a dynamic result alone);
+ *   - broadcast and transpose move the sizes with their dimensions;
  *   - reduce reads padding as its init value (XLA's DynamicPadder masks a
  *     reduced dynamic dimension with it), its result keeping the runtime
  *     sizes of the dimensions it keeps;
@@ -212,6 +213,37 @@ static EvalValue *reshape(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   return relayout(ev, i, a[0], os, out);
 }
 
+/* broadcast and transpose: the bound data moved as usual (padding stays
+ * past each size), the sizes moved with their dimensions. */
+static EvalValue *moved(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *os = i->ops[0]->shape, *s = i->shape;
+  if (!shape_is_array(os) || !shape_is_array(s) || s->rank > MAX_RANK ||
+      i->dims.n != os->rank) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "malformed %s", hlo_op_name(i->op));
+    return NULL;
+  }
+  int64_t in[MAX_RANK], out[MAX_RANK];
+  runtime_sizes(a[0], os, in);
+  for (int k = 0; k < s->rank; k++) out[k] = s->dims[k];
+  for (int k = 0; k < i->dims.n; k++) {
+    int64_t from = i->op == HLO_BROADCAST ? k : i->dims.v[k];
+    int64_t to = i->op == HLO_BROADCAST ? i->dims.v[k] : k;
+    if (from < 0 || from >= os->rank || to < 0 || to >= s->rank) {
+      ev_fail(ev, i, EVAL_ERR_INVALID, "malformed %s", hlo_op_name(i->op));
+      return NULL;
+    }
+    out[to] = in[from];
+  }
+  EvalValue *r = i->op == HLO_BROADCAST ? eval_broadcast(ev, i, a) : eval_transpose(ev, i, a);
+  if (r && (r->refs > 1 || r->borrowed || r->owner)) {
+    EvalValue *c = ev_copy(ev, r, s);
+    ev_unref(ev, r);
+    r = c;
+  }
+  if (r) ev_set_dsize(r, out);
+  return r;
+}
+
 /* Operand v of shape s with every padding element set to the eb-byte init. */
 static void mask_padding(const EvalValue *v, const Shape *s, const uint8_t *init,
                          uint8_t *dst) {
@@ -293,6 +325,7 @@ EvalValue *eval_dynamic_operands(Eval *ev, const HloInstr *i,
   *handled = true;
   if (ev_is_elementwise_op(i->op)) return elementwise(ev, i, a);
   if (i->op == HLO_RESHAPE) return reshape(ev, i, a);
+  if (i->op == HLO_BROADCAST || i->op == HLO_TRANSPOSE) return moved(ev, i, a);
   if (i->op == HLO_REDUCE) return reduce(ev, i, a);
   if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
       strcmp(i->cc->target, "SetBound") == 0)
