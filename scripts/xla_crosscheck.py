@@ -207,8 +207,8 @@ def xla_run_one(req, jax, hlo, xla_client, _jax):
         a = np.asarray(r[0])
         if k < len(results) and results[k].is_array() and results[k].is_dynamic():
             a, why = logical_result(r[0], a, results[k])
-            if a is None:
-                return {"status": "fail", "reason": why}
+            if a is None:  # XLA wrote past a buffer: a fresh worker for the next module
+                return {"status": "fail", "reason": why, "restart": True}
         p = os.path.join(req["dir"], "xla%d.npy" % k)
         save_npy(p, a)
         outs.append({"path": p, "dtype": a.dtype.name})
@@ -236,7 +236,8 @@ def xla_worker():
 
 
 class Worker:
-    """One XLA worker process; restarted after a crash or a timeout."""
+    """One XLA worker process; restarted after a crash, a timeout or an
+    answer that asks for it (XLA corrupted its memory)."""
 
     def __init__(self):
         self.proc = None
@@ -293,7 +294,10 @@ class Worker:
             rc = self.proc.wait()
             self.proc = None
             return {"status": "fail", "reason": "crash (%s)%s" % (signame(rc), self.fatal())}
-        return json.loads(line)
+        ans = json.loads(line)
+        if ans.get("restart"):
+            self.kill()
+        return ans
 
 
 # ---------------------------------------------------------------------------
