@@ -313,8 +313,31 @@ static bool emit_copy(Emitter *e, ThunkVec *v, const HloInstr *i) {
 /* custom-call SliceToDynamic(x, s0, s1, ...): its buffer is x's bytes (at
  * the bounds, in the same layout: layout-assignment sees to it) followed by
  * the s32 sizes, one per dimension (thunks.h), all copied into place. */
+/* i is used only as (a leaf of) the entry's result: what dynamic_padder
+ * leaves; any other use would read the buffer as a static array. */
+static bool only_an_entry_result(const HloInstr *i) {
+  const HloComp *c = i->parent;
+  if (!c || !c->is_entry || !c->root)
+    return false;
+  bool in_root = c->root == i;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const HloInstr *u = c->instrs[k];
+    for (int j = 0; j < u->nops; j++)
+      if (u->ops[j] == i) {
+        if (u != c->root || u->op != HLO_TUPLE)
+          return false;
+        in_root = true;
+      }
+  }
+  return in_root;
+}
+
 static bool emit_slice_to_dynamic(Emitter *e, ThunkVec *v, const HloInstr *i) {
   const Shape *s = i->shape;
+  if (!only_an_entry_result(i))
+    return diag_error(e->d, i->loc, "unsupported op 'custom-call' (target "
+                      "\"SliceToDynamic\"): its dynamic value is used in the "
+                      "program (dynamic_padder left it: see its warning)");
   if (!shape_is_array(s) || i->nops != 1 + s->rank || !shape_is_array(i->ops[0]->shape))
     return diag_error(e->d, i->loc, "SliceToDynamic needs an array operand and "
                       "one size per dimension");

@@ -35,10 +35,12 @@
  * s32 size per dimension (the thunk emitter copies them there, xhlo-run
  * reads the valid elements out; lib/runtime/thunks.h).
  *
- * Any other op given a value with a dynamic dimension, and dynamic values
- * inside called computations (call-inliner has inlined calls by now), are
- * refused by name at their position: reading padding as data would be a
- * wrong answer.  The sizes are not checked against the bounds here; a
+ * Any other op given a value with a dynamic dimension, dynamic values
+ * inside called computations (call-inliner has inlined calls by now) and
+ * unbounded dimensions are beyond it: it tries the entry first on a copy,
+ * and when the copy needs one of them it leaves the module as it was, with
+ * a warning naming the op at its position (the back end refuses the
+ * dynamic op by name; reading padding as data would be a wrong answer).  The sizes are not checked against the bounds here; a
  * result's are, when xhlo-run reads it (as XLA's runtime does).
  */
 #include "passes.h"
@@ -60,12 +62,13 @@ typedef struct Sizes {
 typedef struct Padder {
   IrEdit *e;
   HloModule *m;
-  HloComp *c;                     /* the entry */
+  HloComp *c;                     /* the entry, or the trial's copy of it */
   Arena *a;
-  Diag *d;
   int n0;                         /* ids below have slots */
   HloInstr **val;                 /* by id: the static value standing for it */
   Sizes **sz;                     /* by id */
+  Loc bad_loc;                    /* the first refusal: where, and why */
+  char *bad;
 } Padder;
 
 static bool is_target(const HloInstr *i, const char *t) {
@@ -79,13 +82,19 @@ static bool dynamic_op(const HloInstr *i) {
          is_target(i, "SetBound") || is_target(i, "PadToStatic");
 }
 
+/* Records the first op the padder cannot handle. */
 static bool refuse(Padder *p, const HloInstr *i, const char *what) {
+  if (p->bad)
+    return false;
+  StrBuf b;
+  sb_init(&b);
   if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target)
-    diag_error(p->d, i->loc, "unsupported op 'custom-call' "
-               "(target \"%s\") %s", i->cc->target, what);
+    sb_printf(&b, "unsupported op 'custom-call' (target \"%s\") %s", i->cc->target, what);
   else
-    diag_error(p->d, i->loc, "unsupported op '%s' %s",
-               hlo_op_name(i->op), what);
+    sb_printf(&b, "unsupported op '%s' %s", hlo_op_name(i->op), what);
+  p->bad = arena_strdup(p->a, b.s);
+  p->bad_loc = i->loc;
+  sb_free(&b);
   return false;
 }
 
@@ -495,16 +504,15 @@ static HloInstr *dynamic_result(Padder *p, HloInstr *v, const Sizes *s, Shape *r
   if (rs->et != ET_TUPLE)
     return slice_to_dynamic(p, v, s, rs);
   if (v->op != HLO_TUPLE || v->nops != rs->ntuple) {
-    diag_error(p->d, orig->loc, "a tuple result with dynamic "
-               "elements must be a tuple instruction");
+    refuse(p, orig, "as a tuple result with dynamic elements (not a tuple "
+           "instruction)");
     return NULL;
   }
   HloInstr **el = ARENA_ARRAY(p->a, HloInstr *, v->nops > 0 ? v->nops : 1);
   for (int k = 0; k < v->nops; k++) {
     const Sizes *e = s && k < s->nelem ? s->elem[k] : NULL;
     if (rs->tuple[k]->et == ET_TUPLE && shape_is_dynamic(rs->tuple[k])) {
-      diag_error(p->d, orig->loc, "dynamic shapes in a nested "
-                 "tuple result are not supported");
+      refuse(p, orig, "as a result with dynamic shapes in a nested tuple");
       return NULL;
     }
     el[k] = shape_is_dynamic(rs->tuple[k])
@@ -517,6 +525,19 @@ static HloInstr *dynamic_result(Padder *p, HloInstr *v, const Sizes *s, Shape *r
 
 /* ---- the pass ----------------------------------------------------------------- */
 
+static bool unbounded(const Shape *s) {
+  if (s->et == ET_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++)
+      if (unbounded(s->tuple[k]))
+        return true;
+    return false;
+  }
+  for (int k = 0; s->dyn && k < s->rank; k++)
+    if (s->dyn[k] == DIM_UNBOUNDED)
+      return true;
+  return false;
+}
+
 static bool needs_padder(const HloModule *m) {
   for (int ci = 0; ci < m->ncomps; ci++) {
     const HloComp *c = m->comps[ci];
@@ -528,8 +549,9 @@ static bool needs_padder(const HloModule *m) {
 }
 
 /* Called computations: get-dimension-size of a static value is its bound,
- * SetBound of one its operand; anything else dynamic is refused. */
-static bool pad_called(Padder *p, HloComp *c) {
+ * SetBound of one its operand (rewritten unless `check`); anything else
+ * dynamic is refused. */
+static bool pad_called(Padder *p, HloComp *c, bool check) {
   for (int k = 0; k < c->ninstrs; k++) {
     HloInstr *i = c->instrs[k];
     if (ir_removed(i))
@@ -539,14 +561,15 @@ static bool pad_called(Padder *p, HloComp *c) {
       static_operands &= !shape_is_dynamic(i->ops[j]->shape);
     if (i->op == HLO_GET_DIMENSION_SIZE && static_operands && i->dims.n == 1 &&
         i->dims.v[0] >= 0 && i->dims.v[0] < i->ops[0]->shape->rank) {
-      HloInstr *b = ir_scalar(p->e, c, i->shape->et,
-                              (double)i->ops[0]->shape->dims[i->dims.v[0]]);
-      ir_replace(p->e, i, b);
+      if (!check)
+        ir_replace(p->e, i, ir_scalar(p->e, c, i->shape->et,
+                                      (double)i->ops[0]->shape->dims[i->dims.v[0]]));
       continue;
     }
     if (is_target(i, "SetBound") && static_operands && i->nops == 1 &&
         !shape_is_dynamic(i->shape) && shape_equal(i->shape, i->ops[0]->shape)) {
-      ir_replace(p->e, i, i->ops[0]);
+      if (!check)
+        ir_replace(p->e, i, i->ops[0]);
       continue;
     }
     if (dynamic_op(i) || shape_is_dynamic(i->shape))
@@ -555,69 +578,110 @@ static bool pad_called(Padder *p, HloComp *c) {
   return true;
 }
 
-bool pass_dynamic_padder(HloModule *m, PassContext *ctx) {
-  if (!m->entry || !needs_padder(m))
-    return false;
-  Padder p = {.e = ir_begin(m), .m = m, .c = m->entry, .a = m->arena, .d = ctx->diag};
-  bool ok = true;
-  for (int ci = 0; ok && ci < m->ncomps; ci++)
-    if (m->comps[ci] != m->entry)
-      ok = pad_called(&p, m->comps[ci]);
-  HloComp *c = m->entry;
+/* Pads p->c, whose root gives the entry result `result`. */
+static bool pad_comp(Padder *p, Shape *result) {
+  HloComp *c = p->c;
+  HloModule *m = p->m;
   HloInstr **order = NULL;
-  int n = ok ? ir_instr_post_order(c, &order) : 0;
-  p.n0 = m->next_id;
-  p.val = ARENA_ARRAY(m->arena, HloInstr *, p.n0 + 1);
-  p.sz = ARENA_ARRAY(m->arena, Sizes *, p.n0 + 1);
+  int n = ir_instr_post_order(c, &order);
+  p->n0 = m->next_id;
+  p->val = ARENA_ARRAY(m->arena, HloInstr *, p->n0 + 1);
+  p->sz = ARENA_ARRAY(m->arena, Sizes *, p->n0 + 1);
   HloInstr *root = c->root;
-  Shape *result = root ? root->shape : NULL;
-  if (result && m->entry_layout && m->entry_layout->result &&
-      shape_compatible(m->entry_layout->result, result))
-    result = m->entry_layout->result;
   HloInstr *orig[256];
+  bool ok = true;
   for (int k = 0; ok && k < n; k++) {
     HloInstr *i = order[k];
-    if (ir_removed(i) || i->id >= p.n0)
+    if (ir_removed(i) || i->id >= p->n0)
       continue;
+    if (unbounded(i->shape)) {
+      ok = refuse(p, i, "of an unbounded dynamic shape");
+      break;
+    }
     if (i->nops > (int)ARRAY_LEN(orig)) {
       for (int j = 0; j < i->nops; j++)
-        ok &= !has_sizes(sizes_of(&p, i->ops[j]));
+        ok &= !has_sizes(sizes_of(p, i->ops[j]));
       if (!ok)
-        refuse(&p, i, "with so many operands on a bounded dynamic value");
-      p.val[i->id] = i;
+        refuse(p, i, "with so many operands on a bounded dynamic value");
+      p->val[i->id] = i;
       continue;
     }
     for (int j = 0; j < i->nops; j++) {
       HloInstr *o = i->ops[j];
       orig[j] = o;
-      HloInstr *v = o->id < p.n0 ? p.val[o->id] : NULL;
+      HloInstr *v = o->id < p->n0 ? p->val[o->id] : NULL;
       if (v && v != o)
-        ir_set_operand(p.e, i, j, v);
+        ir_set_operand(p->e, i, j, v);
     }
-    HloInstr *v = pad_instr(&p, i, orig);
+    HloInstr *v = pad_instr(p, i, orig);
     ok = v != NULL;
-    p.val[i->id] = v;
+    p->val[i->id] = v;
   }
   free(order);
   if (ok && root) {
-    HloInstr *v = p.val[root->id] ? p.val[root->id] : root;
-    HloInstr *r = dynamic_result(&p, v, p.sz[root->id], result, root);
+    HloInstr *v = p->val[root->id] ? p->val[root->id] : root;
+    HloInstr *r = dynamic_result(p, v, p->sz[root->id], result, root);
     ok = r != NULL;
     if (ok && r != root) {
       c->root = r;
-      ir_remove_dead(p.e, root);
+      ir_remove_dead(p->e, root);
     }
   }
-  /* parameters arrive at their bounds */
-  ProgramShape *el = m->entry_layout;
-  for (int k = 0; ok && el && k < el->nparams; k++)
-    el->params[k] = static_shape(m->arena, el->params[k]);
   /* what the rewrite left without users */
   for (int k = 0; ok && k < c->ninstrs; k++) {
     HloInstr *i = c->instrs[k];
-    if (!ir_removed(i) && i->id < p.n0 && p.val[i->id] && p.val[i->id] != i)
-      ir_remove_dead(p.e, i);
+    if (!ir_removed(i) && i->id < p->n0 && p->val[i->id] && p->val[i->id] != i)
+      ir_remove_dead(p->e, i);
   }
-  ir_end(p.e, true);
   return ok;
+}
+
+/* The padder runs first on a copy of the entry: a module it cannot handle
+ * whole is left as it was, with a warning naming the op (the back end then
+ * refuses the dynamic op, the interpreter runs it). */
+bool pass_dynamic_padder(HloModule *m, PassContext *ctx) {
+  if (!m->entry || !needs_padder(m))
+    return false;
+  IrEdit *e = ir_begin(m);
+  Padder p = {.e = e, .m = m, .a = m->arena};
+  HloComp *entry = m->entry;
+  Shape *result = entry->root ? entry->root->shape : NULL;
+  if (result && m->entry_layout && m->entry_layout->result &&
+      shape_compatible(m->entry_layout->result, result))
+    result = m->entry_layout->result;
+  bool ok = true;
+  for (int ci = 0; ok && ci < m->ncomps; ci++)
+    if (m->comps[ci] != entry)
+      ok = pad_called(&p, m->comps[ci], true);
+  if (ok) {
+    p.c = ir_clone_comp(e, entry, ".dynamic_padder_trial");
+    ok = pad_comp(&p, result);
+    for (int ci = 0; ci < m->ncomps; ci++)
+      if (m->comps[ci] == p.c) {
+        memmove(&m->comps[ci], &m->comps[ci + 1],
+                sizeof *m->comps * (size_t)(m->ncomps - ci - 1));
+        m->ncomps--;
+        break;
+      }
+  }
+  if (!ok) {
+    diag_warn(ctx->diag, p.bad_loc, "dynamic_padder: %s; the module keeps its "
+              "dynamic shapes", p.bad ? p.bad : "unsupported");
+    ir_end(e, false);
+    return false;
+  }
+  p.bad = NULL;
+  for (int ci = 0; ci < m->ncomps; ci++)
+    if (m->comps[ci] != entry)
+      pad_called(&p, m->comps[ci], false);
+  p.c = entry;
+  if (!pad_comp(&p, result)) /* the trial succeeded: a bug */
+    diag_error(ctx->diag, p.bad_loc, "dynamic_padder: %s after its trial succeeded",
+               p.bad ? p.bad : "failed");
+  /* parameters arrive at their bounds */
+  ProgramShape *el = m->entry_layout;
+  for (int k = 0; el && k < el->nparams; k++)
+    el->params[k] = static_shape(m->arena, el->params[k]);
+  ir_end(e, true);
+  return !ctx->diag->has_error;
 }
