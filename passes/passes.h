@@ -125,6 +125,7 @@ bool pass_convert_mover(HloModule *m, PassContext *ctx);
 bool pass_cse(HloModule *m, PassContext *ctx);
 bool pass_dce(HloModule *m, PassContext *ctx);
 bool pass_dot_decomposer(HloModule *m, PassContext *ctx);
+bool pass_dynamic_padder(HloModule *m, PassContext *ctx);
 bool pass_elided_constant_filler(HloModule *m, PassContext *ctx);
 bool pass_flatten_call_graph(HloModule *m, PassContext *ctx);
 bool pass_fusion_wrapper(HloModule *m, PassContext *ctx);

@@ -26,6 +26,7 @@ static const Pass registry[] = {
     {"cse", pass_cse},
     {"dce", pass_dce},
     {"dot-decomposer", pass_dot_decomposer},
+    {"dynamic_padder", pass_dynamic_padder},
     {"elided-constant-filler", pass_elided_constant_filler},
     {"flatten-call-graph", pass_flatten_call_graph},
     {"fusion-wrapper", pass_fusion_wrapper},

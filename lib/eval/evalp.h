@@ -294,7 +294,8 @@ bool ev_is_dynamic(const EvalValue *v);
 void ev_set_dsize(EvalValue *v, const int64_t *dsize);
 /* Called when an operand of i has runtime sizes below its bounds.  Sets
  * *handled and returns i's result (NULL on error: an elementwise op runs
- * and keeps the sizes, any op that would read padding is refused); leaves
+ * and keeps the sizes, reshape lays out the valid elements, reduce reads
+ * padding as its init value, any op that would read padding is refused); leaves
  * *handled false for ops that pass values through unchanged (tuples, calls,
  * control flow, copies, the dynamic-size ops), which then run as usual. */
 EvalValue *eval_dynamic_operands(Eval *ev, const HloInstr *i,
@@ -305,6 +306,10 @@ EvalValue *eval_get_dimension_size(Eval *ev, const HloInstr *i,
                                    EvalValue *const *a);
 EvalValue *eval_dynamic_reshape(Eval *ev, const HloInstr *i,
                                 EvalValue *const *a);
+/* custom-calls SliceToDynamic (a static operand with runtime sizes) and
+ * SetBound (the operand). */
+EvalValue *eval_slice_to_dynamic(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_set_bound(Eval *ev, const HloInstr *i, EvalValue *const *a);
 /* The literal of an array value with runtime sizes: a static shape of those
  * sizes holding the valid elements only. */
 Literal *ev_dynamic_to_literal(Arena *a, const EvalValue *v);

@@ -118,6 +118,8 @@ bool shape_is_tuple(const Shape *s);
 bool shape_is_scalar(const Shape *s);
 int64_t shape_elements(const Shape *s);           /* product of dims; -1 on overflow */
 int64_t shape_byte_size(const Shape *s);          /* arrays: elements*bytes; -1 on overflow */
+/* shape_byte_size, plus one s32 size per dimension for a dynamic array. */
+int64_t shape_buffer_size(const Shape *s);
 bool shape_is_dynamic(const Shape *s);
 /* Element of a tuple shape by a path of indices; NULL if out of range. */
 const Shape *shape_subshape(const Shape *s, int depth, const int64_t *index);

@@ -12,7 +12,8 @@
  * reductions XLA's runtimes know (sum, product, min, max: eval_combine):
  *   all-reduce      folded left to right over the group
  *   reduce-scatter  the same on this member's chunk of dimension d
- *   all-gather      the members' operands concatenated along d
+ *   all-gather      the members' operands concatenated along d (alone in
+ *                   its group: the operand, then zeros to the result's size)
  *   all-to-all      chunk m along d from member m's chunk `me` (array form);
  *                   operand `me` of member m as result m (tuple form)
  *   collective-permute  the operand of the member whose pair targets this
@@ -166,11 +167,19 @@ static bool compute(const CollExec *x, const Meet *mt, int k, int src,
       return run_err(d, "bad all-gather dimension");
     split_at(is, dim, &outer, &inner);
     size_t cb = (size_t)(inner * eb);
-    if ((int64_t)cb * outer * n != x->out_bytes[k])
+    /* alone in its group, the result may be S times the operand (see
+     * lib/eval/collective.c): slot 0, then zeros */
+    int64_t slots = n;
+    const Shape *os = x->out[k];
+    if (n == 1 && is->dims[dim] > 0 && os->rank == is->rank &&
+        os->dims[dim] % is->dims[dim] == 0)
+      slots = os->dims[dim] / is->dims[dim];
+    if ((int64_t)cb * outer * slots != x->out_bytes[k])
       return run_err(d, "result size does not match");
+    if (slots != n) memset(out, 0, (size_t)x->out_bytes[k]);
     for (int64_t o = 0; o < outer; o++)
       for (int m = 0; m < n; m++)
-        memcpy(out + (o * n + m) * cb, PEER(mt, m, k) + o * cb, cb);
+        memcpy(out + (o * slots + m) * cb, PEER(mt, m, k) + o * cb, cb);
     return true;
   }
   case COLL_ALL_TO_ALL:

@@ -568,16 +568,19 @@ static Shape *leaf_shape(Executor *e, const ArtLeaf *l, const char *what, int k,
     return NULL;
   }
   const Layout *lay = s->layout;
-  if (shape_is_dynamic(s) ||
+  bool dyn_ok = strcmp(what, "output") == 0 && s->rank <= 64;
+  for (int j = 0; j < s->rank; j++) dyn_ok &= s->dims[j] >= 0;
+  if ((shape_is_dynamic(s) && !dyn_ok) ||
       (lay && (lay->ntiles || lay->element_size_bits || lay->rank != s->rank))) {
-    ex_err(d, "%s %d has shape %s: xhlo-run handles dense static arrays with plain "
-           "minor_to_major layouts only", what, k, l->shape);
+    ex_err(d, "%s %d has shape %s: xhlo-run handles dense arrays with plain "
+           "minor_to_major layouts only (bounded dynamic ones as results)", what, k,
+           l->shape);
     return NULL;
   }
   if (!check_slice(e, l->slice, what, NULL, d)) return NULL;
-  if (shape_byte_size(s) != l->slice.size) {
+  if (shape_buffer_size(s) != l->slice.size) {
     ex_err(d, "the artifact's %s %d (%s) has a %lld-byte slice, its shape needs %lld", what,
-           k, l->shape, (long long)l->slice.size, (long long)shape_byte_size(s));
+           k, l->shape, (long long)l->slice.size, (long long)shape_buffer_size(s));
     return NULL;
   }
   return s;
@@ -1094,12 +1097,70 @@ static bool queue_outputs(Executor *e, Diag *d) {
   return true;
 }
 
+/* Output leaf k of bounded dynamic shape s from its buffer (n bytes: the
+ * data at the bounds in s's layout, then one s32 size per dimension): the
+ * literal of its runtime sizes holding the valid elements.  Sizes outside
+ * the bounds are refused, as XLA's runtime refuses them. */
+static Literal *dynamic_output(Arena *out, const Shape *s, const uint8_t *buf,
+                               int k, Diag *d) {
+  int64_t data = shape_byte_size(s), sizes[64], n = 1;
+  for (int j = 0; j < s->rank; j++) {
+    int32_t v;
+    memcpy(&v, buf + data + 4 * j, 4);
+    bool dyn = s->dyn && s->dyn[j] != DIM_STATIC;
+    if (v < 0 || v > s->dims[j] || (!dyn && v != s->dims[j])) {
+      ex_err(d, "output %d: runtime size %d of dimension %d is outside [%lld, %lld], the "
+             "bounds of its shape", k, (int)v, j, (long long)(dyn ? 0 : s->dims[j]),
+             (long long)s->dims[j]);
+      return NULL;
+    }
+    sizes[j] = v;
+    n *= v;
+  }
+  /* the whole buffer in row-major order, then the valid box out of it */
+  Shape *bs = shape_clone(out, s);
+  bs->dyn = NULL;
+  uint8_t *rows = xmalloc((size_t)data + 1);
+  if (layout_is_identity(bs))
+    memcpy(rows, buf, (size_t)data);
+  else
+    layout_from_physical(bs, buf, rows);
+  Shape *ls = shape_array(out, s->et, s->rank, sizes);
+  Literal *l = literal_new(out, ls);
+  int eb = et_bytes(s->et);
+  int64_t idx[64] = {0};
+  for (int64_t i = 0; i < n; i++) {
+    int64_t src = 0;
+    for (int j = 0; j < s->rank; j++) src = src * s->dims[j] + idx[j];
+    memcpy(l->data + i * eb, rows + src * eb, (size_t)eb);
+    for (int j = s->rank - 1; j >= 0; j--) {
+      if (++idx[j] < sizes[j]) break;
+      idx[j] = 0;
+    }
+  }
+  free(rows);
+  return l;
+}
+
 static bool download_outputs(Executor *e, Arena *out, Literal **leaves, Diag *d) {
   const Artifact *a = e->a;
   for (int k = 0; k < a->noutputs; k++) {
     const Shape *s = e->out_shapes[k];
     if (s->et == ET_TOKEN) {
       leaves[k] = NULL;
+      continue;
+    }
+    if (shape_is_dynamic(s)) {
+      size_t n = (size_t)a->outputs[k].slice.size;
+      uint8_t *buf = xmalloc(n + 1);
+      bool ok = true;
+      if (e->staged)
+        memcpy(buf, e->stage + e->stage_out[k], n);
+      else
+        ok = e->p->copy_d2h(e->p, buf, slice_addr(e, a->outputs[k].slice), n, d);
+      leaves[k] = ok ? dynamic_output(out, s, buf, k, d) : NULL;
+      free(buf);
+      if (!leaves[k]) return false;
       continue;
     }
     Shape *ls = shape_clone(out, s);
