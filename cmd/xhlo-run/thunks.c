@@ -185,19 +185,6 @@ static int compare(const RunOpts *o, const HloModule *m, Literal **leaf_vals, Li
   return status;
 }
 
-static bool has_kernels(const ThunkSeq *s) {
-  for (int k = 0; k < s->n; k++) {
-    const Thunk *t = &s->thunks[k];
-    if (t->kind == THUNK_KERNEL) return true;
-    if (t->kind == THUNK_WHILE && (has_kernels(t->cond) || has_kernels(t->body))) return true;
-    if (t->kind == THUNK_COMMAND_BUFFER && has_kernels(t->commands)) return true;
-    if (t->kind == THUNK_CONDITIONAL)
-      for (int b = 0; b < t->nbranches; b++)
-        if (has_kernels(&t->branches[b])) return true;
-  }
-  return false;
-}
-
 /* The platform to run on, or NULL after printing why not. */
 static const char *pick_platform(const RunOpts *o, const Artifact *a, const char *path) {
   bool gpu = strncmp(a->target, "sm_", 3) == 0, host = strcmp(a->target, "host") == 0;
@@ -376,7 +363,7 @@ int run_thunks(const RunOpts *o, const char *path) {
   kpath = xmalloc(dl + strlen(a->kernel_file) + 1);
   memcpy(kpath, path, dl);
   strcpy(kpath + dl, a->kernel_file);
-  ex = executor_new(a, plat, has_kernels(&a->entry) ? kbytes : NULL, klen, kpath, &d);
+  ex = executor_new(a, plat, artifact_has_kernels(&a->entry) ? kbytes : NULL, klen, kpath, &d);
   if (!ex) {
     report(path, &d);
     goto out;
