@@ -238,6 +238,8 @@ int run_thunks(const RunOpts *o, const char *path) {
   int64_t *bounds = NULL;
   double *run_ms = NULL, *exec_ms = NULL;
   TraceFile *trace = NULL;
+  StrVec specs[3] = {{0}};
+  RunOpts one;
 
   Artifact *a = artifact_read(path, &d);
   if (!a) {
@@ -281,6 +283,15 @@ int run_thunks(const RunOpts *o, const char *path) {
     status = run_thunks_devices(o, path, a, pname, replicas, partitions);
     goto out;
   }
+  /* one device: {d} in the specs is 0, as on the interpreter */
+  one = *o;
+  device_specs(o->inputs, 0, &specs[0]);
+  device_specs(o->outputs, 0, &specs[1]);
+  device_specs(o->expected, 0, &specs[2]);
+  one.inputs = &specs[0];
+  one.outputs = &specs[1];
+  one.expected = &specs[2];
+  o = &one;
   if (orig && (o->compare || o->random_inputs)) {
     ParseOptions popts = {.strip_glog_prefixes = true};
     nm = hlo_parse(orig, &popts, &mods, &d);
@@ -415,6 +426,7 @@ int run_thunks(const RunOpts *o, const char *path) {
 out:
   trace_file_abort(trace);
   fflush(stdout);
+  for (int k = 0; k < 3; k++) device_specs_free(&specs[k]);
   free(run_ms);
   free(exec_ms);
   free(res);

@@ -106,7 +106,8 @@ bool nccl_coll_takes(const CollExec *x) {
   int64_t dim = c->dim;
   for (int k = 0; k < c->n; k++) {
     const Shape *is = x->in[k], *os = x->out[k];
-    if (!is || !os || et_bits(is->et) % 8 != 0 || et_bytes(is->et) < 1) return false;
+    if (!is || !os || (et_bits(is->et) % 8 != 0 && is->et != ET_PRED) || et_bytes(is->et) < 1)
+      return false;
     ncclDataType_t t;
     ncclRedOp_t op;
     switch (c->kind) {
