@@ -2,9 +2,12 @@
 # gpu-check.sh - the one command a session with the GPU machine runs there:
 # builds xhlo-run, runs the end-to-end modules on the GPU against the
 # reference interpreter (tests/gpu/check-e2e-cuda.sh, what `make check-gpu`
-# runs), a short subset of them under compute-sanitizer when the toolkit has
-# it, then the benchmark of JAX programs (bench/xla-compare/gpu_bench.py:
-# xhloc against XLA:GPU, TFLOP/s and GB/s against the GPU's peaks).
+# runs), the collectives cases that fit the machine's GPUs through NCCL
+# against XLA's results (tests/gpu/check-collectives-cuda.sh; it lists those
+# that need more GPUs), a short subset of the e2e modules under
+# compute-sanitizer when the toolkit has it, then the benchmark of JAX
+# programs (bench/xla-compare/gpu_bench.py: xhloc against XLA:GPU, TFLOP/s
+# and GB/s against the GPU's peaks).
 #
 # The GPU machine has no LLVM, so xhloc cannot run there.  Prepare on a
 # machine where xhloc builds and JAX runs on the CPU:
@@ -12,7 +15,8 @@
 #   scripts/gpu-check.sh --prepare DIR [--only=REGEX]
 #
 # writes DIR/e2e (every testdata/e2e module compiled for the GPU, with its
-# HLO) and DIR/bench (the benchmark programs' HLO from JAX, their xhloc
+# HLO), DIR/collectives (every testdata/collectives case compiled for the
+# GPU; their inputs and XLA's outputs stay in the repository) and DIR/bench (the benchmark programs' HLO from JAX, their xhloc
 # artifacts, inputs and CPU reference outputs, manifest.json).  Python with
 # jax comes from $XHLO_BENCH_PYTHON, else build/bench-venv (made by
 # bench/xla-compare/run.sh), else python3.  Then, with the repository and
@@ -77,6 +81,7 @@ if [ "$prepare" = 1 ]; then
     fi
   done
   echo "gpu-check: $n e2e modules compiled into $dir/e2e"
+  tests/gpu/check-collectives-cuda.sh --prepare "$dir/collectives" || bad=$((bad + 1))
   if ! "$py" -c 'import jax, numpy, ml_dtypes' 2>/dev/null; then
     echo "gpu-check: FAIL: $py has no jax, numpy and ml_dtypes: the benchmark is not prepared" \
       "(set XHLO_BENCH_PYTHON, or run bench/xla-compare/run.sh once to make build/bench-venv)"
@@ -137,6 +142,18 @@ if XHLOC_BIN=$tmp XHLOC_GPU_ARTIFACTS=$dir/e2e XHLOC_E2E_DIR=$dir/e2e \
 else
   cat "$tmp/e2e"
   fail "e2e modules on the GPU: $(tail -n 1 "$tmp/e2e")"
+fi
+
+# 1b. the collectives cases that fit the GPUs, through NCCL
+if [ ! -d "$dir/collectives" ]; then
+  skip "collectives: $dir/collectives is missing (prepare again: scripts/gpu-check.sh --prepare)"
+elif XHLOC_BIN=$tmp XHLOC_GPU_COLLECTIVES=$dir/collectives \
+  timeout 420 tests/gpu/check-collectives-cuda.sh >"$tmp/coll" 2>&1; then
+  grep -A 8 "not run:" "$tmp/coll" | grep -v "passed, .* failed" || true
+  pass "$(tail -n 1 "$tmp/coll")"
+else
+  cat "$tmp/coll"
+  fail "collectives on the GPUs through NCCL: $(tail -n 1 "$tmp/coll")"
 fi
 
 # 2. a short subset under compute-sanitizer (memcheck), when the toolkit has it
