@@ -209,7 +209,12 @@ gpu-artifacts: $(BUILD)/bin/xhloc
 	@mkdir -p $(BUILD)/gpu-e2e
 	@for f in testdata/e2e/*.hlo; do \
 	  $(BUILD)/bin/xhloc -o $(BUILD)/gpu-e2e/$$(basename $$f .hlo) $$f || exit 1; \
-	done; echo "wrote $(BUILD)/gpu-e2e/"
+	done
+	@mkdir -p $(BUILD)/gpu-e2e/errors
+	@$(BUILD)/bin/xhloc -o $(BUILD)/gpu-e2e/errors/softmax testdata/e2e/softmax.hlo && \
+	  python3 tests/gpu/error_cases.py $(BUILD)/gpu-e2e/errors/softmax $(BUILD)/gpu-e2e/errors && \
+	  $(BUILD)/bin/xhloc -o $(BUILD)/gpu-e2e/errors/oom tests/gpu/oom.hlo
+	@echo "wrote $(BUILD)/gpu-e2e/"
 	@XHLOC_BIN=$(BUILD)/bin tests/gpu/check-collectives-cuda.sh --prepare $(BUILD)/gpu-collectives
 
 # What scripts/gpu-check.sh runs on a GPU machine, prepared here (xhloc and

@@ -239,7 +239,7 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
   strcpy(kpath + dl, a->kernel_file);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path,
-                           .no_tf32 = o->no_tf32};
+                           .no_tf32 = o->no_tf32, .streams = o->streams};
   if (!popts.threads) popts.threads = cores > n ? (int)(cores / n) : 1;
   for (int k = 0; k < n; k++) {
     Dev *v = &devs[k];

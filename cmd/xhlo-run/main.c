@@ -7,7 +7,7 @@
  *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
  *            [OUTPUTS] [--compare] [--iterations=N] [--profile]
  *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
- *            [--tf32=on|off] [--sync-each-thunk]
+ *            [--tf32=on|off] [--streams=N] [--sync-each-thunk]
  *
  * Option parsing and the choice of runner only: interp.c, thunks.c and
  * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
@@ -106,6 +106,9 @@ static const char usage_text[] =
   "                         the first time it runs and replayed after that;\n"
   "                         off: its thunks run one by one, as on the host;\n"
   "                         with --profile a replayed one is timed as a whole\n"
+  "  --streams=N            (.thunks on a GPU) kernels that the schedule finds\n"
+  "                         independent run on up to N streams, forked and\n"
+  "                         joined by events (default 4; 1: one stream)\n"
   "  --tf32=on|off          (.thunks on a GPU) on (the default): f32 gemms and\n"
   "                         convolutions use TF32 tensor cores where the\n"
   "                         artifact allows it (precision config DEFAULT, as\n"
@@ -143,7 +146,7 @@ enum {
   OPT_PLATFORM = 256, OPT_INPUT, OPT_RANDOM, OPT_SEED, OPT_OUTPUT, OPT_EXPECTED,
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
-  OPT_COMMAND_BUFFERS, OPT_TF32, OPT_SYNC_EACH,
+  OPT_COMMAND_BUFFERS, OPT_TF32, OPT_STREAMS, OPT_SYNC_EACH,
   OPT_TRACE,
 };
 
@@ -169,6 +172,7 @@ static const struct option long_opts[] = {
   {"lib-path", required_argument, 0, OPT_LIB_PATH},
   {"command-buffers", required_argument, 0, OPT_COMMAND_BUFFERS},
   {"tf32", required_argument, 0, OPT_TF32},
+  {"streams", required_argument, 0, OPT_STREAMS},
   {"sync-each-thunk", no_argument, 0, OPT_SYNC_EACH},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
@@ -271,6 +275,14 @@ int main(int argc, char **argv) {
         usage_error("bad value for --command-buffers: %s (on or off)", optarg);
       ro.no_command_buffers = strcmp(optarg, "off") == 0;
       break;
+    case OPT_STREAMS: {
+      char *e;
+      long v = strtol(optarg, &e, 10);
+      if (e == optarg || *e || v < 1 || v > 16)
+        usage_error("bad value for --streams: %s (1 to 16)", optarg);
+      ro.streams = (int)v;
+      break;
+    }
     case OPT_TF32:
       if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
         usage_error("bad value for --tf32: %s (on or off)", optarg);

@@ -345,7 +345,7 @@ int run_thunks(const RunOpts *o, const char *path) {
 
   /* the platform, the kernel file and the buffers */
   PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path,
-                           .no_tf32 = o->no_tf32};
+                           .no_tf32 = o->no_tf32, .streams = o->streams};
   if (strcmp(pname, "host") == 0) {
     int64_t total = 0, budget = host_budget(o);
     for (int k = 0; k < a->nallocs; k++)

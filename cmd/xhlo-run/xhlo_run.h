@@ -35,6 +35,7 @@ typedef struct RunOpts {
   const char *lib_path;           /* --lib-path: vendor library directories */
   bool no_command_buffers;        /* --command-buffers=off */
   bool no_tf32;                   /* --tf32=off */
+  int streams;                    /* --streams=N; 0: the platform's default */
   bool sync_each_thunk;           /* --sync-each-thunk */
 } RunOpts;
 

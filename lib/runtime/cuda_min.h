@@ -48,6 +48,7 @@ typedef enum CUfunction_attribute_enum {
 
 typedef enum CUevent_flags_enum {
   CU_EVENT_DEFAULT = 0x0,
+  CU_EVENT_DISABLE_TIMING = 0x2,
 } CUevent_flags;
 
 typedef enum CUstream_flags_enum {

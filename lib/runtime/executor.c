@@ -455,16 +455,20 @@ static void schedule_segment(Arena *ar, ExecSeq *s, int lo, int hi, Access *acc)
   }
   qsort(lv, (size_t)n, 2 * sizeof *lv, cmp_level);
   ExecThunk *orig = arena_memdup(ar, s->t + lo, sizeof *s->t * (size_t)n);
-  /* within a level: the other thunks first, then the kernels together */
+  /* within a level (in program order): the other thunks before its first
+   * kernel, the kernels together, then the other thunks after it; a level
+   * of one kernel keeps its program order */
   int out = lo;
   for (int a = 0; a < n;) {
-    int b = a;
-    while (b < n && lv[2 * b] == lv[2 * a]) b++;
-    for (int k = a; k < b; k++)
-      if (orig[lv[2 * k + 1]].thunk->kind != THUNK_KERNEL) {
-        s->t[out] = orig[lv[2 * k + 1]];
-        s->t[out++].group = 1;
-      }
+    int b = a, kfirst = -1;
+    while (b < n && lv[2 * b] == lv[2 * a]) {
+      if (kfirst < 0 && orig[lv[2 * b + 1]].thunk->kind == THUNK_KERNEL) kfirst = b;
+      b++;
+    }
+    for (int k = a; k < (kfirst < 0 ? b : kfirst); k++) {
+      s->t[out] = orig[lv[2 * k + 1]];
+      s->t[out++].group = 1;
+    }
     int first = out;
     for (int k = a; k < b; k++)
       if (orig[lv[2 * k + 1]].thunk->kind == THUNK_KERNEL) {
@@ -473,6 +477,11 @@ static void schedule_segment(Arena *ar, ExecSeq *s, int lo, int hi, Access *acc)
         if ((out - first) % MAX_GROUP == 0) first = out;
         s->t[first].group++;
         out++;
+      }
+    for (int k = kfirst < 0 ? b : kfirst; k < b; k++)
+      if (orig[lv[2 * k + 1]].thunk->kind != THUNK_KERNEL) {
+        s->t[out] = orig[lv[2 * k + 1]];
+        s->t[out++].group = 1;
       }
     a = b;
   }
@@ -1003,18 +1012,14 @@ static bool run_thunk(Executor *e, const ExecThunk *x, Diag *d) {
 
 /* Kernels x[0..n) launched together (ExecThunk.group). */
 static bool run_group(Executor *e, const ExecThunk *x, int n, Diag *d) {
-  void *kernels[MAX_GROUP];
-  int nargs[MAX_GROUP];
-  const DevPtr *args[MAX_GROUP];
-  const uint32_t *grids[MAX_GROUP];
+  KernelLaunch kl[MAX_GROUP];
   for (int k = 0; k < n; k++) {
-    kernels[k] = x[k].kernel;
-    nargs[k] = x[k].thunk->nargs;
-    args[k] = x[k].args;
-    grids[k] = x[k].thunk->grid;
-    pending_add(e, x[k].thunk);
+    const Thunk *t = x[k].thunk;
+    kl[k] = (KernelLaunch){x[k].kernel, t->nargs, x[k].args, t->grid, t->block,
+                           t->shmem_bytes};
+    pending_add(e, t);
   }
-  if (e->p->launch_group(e->p, n, kernels, nargs, args, grids, d))
+  if (e->p->launch_group(e->p, n, kl, d))
     return true;
   /* the platform's message, naming the group's first kernel */
   return thunk_err(&x[0], d);

@@ -31,6 +31,16 @@ typedef uint64_t DevPtr;
 typedef struct Platform Platform;
 typedef struct CollExec CollExec;     /* collective_exec.h */
 typedef struct CollGroup CollGroup;
+
+/* One kernel launch of a group (Platform.launch_group). */
+typedef struct KernelLaunch {
+  void *kernel;
+  int nargs;
+  const DevPtr *args;
+  const uint32_t *grid, *block;   /* 3 each */
+  uint32_t shmem_bytes;
+} KernelLaunch;
+
 struct Platform {
   const char *name;               /* "host", "cuda" */
   void *impl;                     /* the platform's own state */
@@ -59,13 +69,12 @@ struct Platform {
                  const uint32_t grid[3], const uint32_t block[3],
                  uint32_t shmem_bytes, Diag *d);
   /* Optional (NULL: the executor launches one kernel at a time): launches
-   * n kernels at once, each as launch would (kernels[k] with nargs[k]
-   * arguments args[k] and grids[k]), which the executor guarantees to be
-   * independent: no byte that one of them writes is read or written by
-   * another.  The host runs all their work units on one parallel loop. */
-  bool (*launch_group)(Platform *p, int n, void *const *kernels, const int *nargs,
-                       const DevPtr *const *args, const uint32_t *const *grids,
-                       Diag *d);
+   * n kernels at once, each as launch would, which the executor guarantees
+   * to be independent: no byte that one of them writes is read or written
+   * by another.  The host runs all their work units on one parallel loop;
+   * CUDA puts them on several streams, forked from and joined back into
+   * its stream by events. */
+  bool (*launch_group)(Platform *p, int n, const KernelLaunch *k, Diag *d);
   bool (*synchronize)(Platform *p, Diag *d);
 
   /* Optional (all four or none; NULL: the executor copies synchronously
@@ -126,6 +135,9 @@ struct Platform {
 /* How a platform is set up (xhlo-run's options).  Zero-initialized is the
  * default. */
 typedef struct PlatformOptions {
+  int streams;                    /* CUDA: streams for independent kernels
+                                     (launch_group); 0: the default (4), 1:
+                                     one stream, no launch_group */
   int threads;                    /* host: worker threads for kernels and
                                      oneDNN; 0: XHLO_NUM_THREADS when set,
                                      else one per core */

@@ -39,6 +39,15 @@
  * stream, so it is ordered with every other operation.  The graph entry
  * points are optional: a driver without them has no command buffers (the
  * executor then runs their thunks one by one).
+ *
+ * Several streams: kernels that the executor's schedule finds independent
+ * (one dependence level of a straight run of thunks: launch_group) are
+ * spread over the stream and up to CUDA_DEFAULT_STREAMS - 1 (or
+ * PlatformOptions.streams - 1) non-blocking side streams, forked from the
+ * stream by an event and joined back into it by one event per side stream,
+ * so they may run at the same time; everything else stays in program order
+ * on the one stream.  Inside a capture the same calls give the graph
+ * parallel branches.
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -52,6 +61,8 @@
 #endif
 
 #include "cuda_libs.h"
+
+enum { CUDA_DEFAULT_STREAMS = 4, CUDA_MAX_SIDE_STREAMS = 15 };
 
 typedef struct CudaApi {
   CUresult (*Init)(unsigned int);
@@ -105,10 +116,14 @@ typedef struct CudaApi {
   CUresult (*MemGetInfo)(size_t *, size_t *);
   /* optional on its own: without it a changed graph is re-instantiated */
   CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
+  /* several streams (optional, with the command-buffer group's
+   * StreamCreate): without it every kernel goes to one stream */
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned int);
 } CudaApi;
 
 /* Symbol names, first choice and fallback (older drivers); optional ones
- * (1: the command-buffer group, 2: on its own, 3: the staging group) may
+ * (1: the command-buffer group, 2: on its own, 3: the staging group, 4:
+ * several streams) may
  * be missing. */
 static const struct {
   const char *name, *alt;
@@ -161,6 +176,7 @@ static const struct {
   OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, 3),
   OPT(DriverGetVersion, "cuDriverGetVersion", NULL, 2),
   OPT(MemGetInfo, "cuMemGetInfo_v2", NULL, 2),
+  OPT(StreamWaitEvent, "cuStreamWaitEvent", NULL, 4),
 #undef OPT
 #undef SYM
 };
@@ -187,6 +203,12 @@ typedef struct CudaState {
                                      command buffer is recorded */
   int ordinal;                    /* PlatformOptions.device */
   Nccl *nccl;                     /* opened by the first collective */
+  bool have_streams;              /* StreamWaitEvent (and StreamCreate) */
+  int nside;                      /* launch_group's side streams: kernel k > 0
+                                     of a group goes to side[(k-1) % nside] */
+  CUstream side[CUDA_MAX_SIDE_STREAMS];
+  CUevent fork, join[CUDA_MAX_SIDE_STREAMS];
+  bool side_made;                 /* side, fork and join created */
 } CudaState;
 
 static bool cu_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -417,11 +439,9 @@ static void *cu_kernel(Platform *p, const char *name, Diag *d) {
   return f;
 }
 
-static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
-                      const uint32_t grid[3], const uint32_t block[3],
+static bool launch_on(CudaState *c, CUstream stream, void *kernel, int nargs,
+                      const DevPtr *args, const uint32_t grid[3], const uint32_t block[3],
                       uint32_t shmem_bytes, Diag *d) {
-  CudaState *c = p->impl;
-  if (!bind(c, d)) return false;
   CUfunction f = kernel;
   if (shmem_bytes > 48 * 1024 &&
       !ck(c, c->api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -431,9 +451,63 @@ static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
   void **params = xcalloc((size_t)nargs + 1, sizeof *params);
   for (int k = 0; k < nargs; k++) params[k] = (void *)&args[k];
   CUresult r = c->api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                   shmem_bytes, c->stream, params, NULL);
+                                   shmem_bytes, stream, params, NULL);
   free(params);
   return ck(c, r, "cuLaunchKernel", d);
+}
+
+static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
+                      const uint32_t grid[3], const uint32_t block[3],
+                      uint32_t shmem_bytes, Diag *d) {
+  CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
+  return launch_on(c, c->stream, kernel, nargs, args, grid, block, shmem_bytes, d);
+}
+
+/* The side streams (non-blocking: no implicit order with the legacy
+ * stream; only the events order them) and the fork and join events
+ * (without timing), made on first use. */
+static bool make_side_streams(CudaState *c, Diag *d) {
+  if (c->side_made) return true;
+  if (!ck(c, c->api.EventCreate(&c->fork, CU_EVENT_DISABLE_TIMING), "cuEventCreate", d))
+    return false;
+  c->side_made = true;            /* what exists is freed by cu_destroy */
+  for (int k = 0; k < c->nside; k++) {
+    if (!ck(c, c->api.StreamCreate(&c->side[k], CU_STREAM_NON_BLOCKING), "cuStreamCreate", d) ||
+        !ck(c, c->api.EventCreate(&c->join[k], CU_EVENT_DISABLE_TIMING), "cuEventCreate", d))
+      return false;
+  }
+  return true;
+}
+
+/* Independent kernels on several streams: the fork event recorded on the
+ * stream, each used side stream waits for it; kernel 0 goes to the stream
+ * itself and kernel k to side stream (k-1) % nside; then each used side
+ * stream records its join event and the stream waits for them all.  The
+ * same calls inside a capture make a graph with parallel branches. */
+static bool cu_launch_group(Platform *p, int n, const KernelLaunch *kl, Diag *d) {
+  CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
+  if (n == 1)
+    return launch_on(c, c->stream, kl[0].kernel, kl[0].nargs, kl[0].args, kl[0].grid,
+                     kl[0].block, kl[0].shmem_bytes, d);
+  if (!make_side_streams(c, d)) return false;
+  int used = n - 1 < c->nside ? n - 1 : c->nside;
+  if (!ck(c, c->api.EventRecord(c->fork, c->stream), "cuEventRecord(fork)", d)) return false;
+  for (int j = 0; j < used; j++)
+    if (!ck(c, c->api.StreamWaitEvent(c->side[j], c->fork, 0), "cuStreamWaitEvent(fork)", d))
+      return false;
+  for (int k = 0; k < n; k++) {
+    CUstream s = k == 0 ? c->stream : c->side[(k - 1) % c->nside];
+    if (!launch_on(c, s, kl[k].kernel, kl[k].nargs, kl[k].args, kl[k].grid, kl[k].block,
+                   kl[k].shmem_bytes, d))
+      return false;
+  }
+  for (int j = 0; j < used; j++)
+    if (!ck(c, c->api.EventRecord(c->join[j], c->side[j]), "cuEventRecord(join)", d) ||
+        !ck(c, c->api.StreamWaitEvent(c->stream, c->join[j], 0), "cuStreamWaitEvent(join)", d))
+      return false;
+  return true;
 }
 
 static bool cu_sync(Platform *p, Diag *d) {
@@ -581,6 +655,11 @@ static void cu_destroy(Platform *p) {
   free(c->lib_path);
   for (int k = 0; k < c->nmarks; k++) c->api.EventDestroy(c->marks[k]);
   if (c->capture) c->api.StreamDestroy(c->capture);
+  if (c->fork) c->api.EventDestroy(c->fork);
+  for (int k = 0; k < c->nside; k++) {
+    if (c->side[k]) c->api.StreamDestroy(c->side[k]);
+    if (c->join[k]) c->api.EventDestroy(c->join[k]);
+  }
   free(c->marks);
   if (c->mod) c->api.ModuleUnload(c->mod);
   if (c->have_ctx) c->api.DevicePrimaryCtxRelease(c->dev);
@@ -599,12 +678,13 @@ static bool cuda_load(CudaState *c, Diag *d) {
     return cu_err(d, "cannot load libcuda.so.1: %s; is the NVIDIA driver installed?",
                   why ? why : "dlopen failed");
   }
-  c->have_graphs = c->have_staging = true;
+  c->have_graphs = c->have_staging = c->have_streams = true;
   for (size_t k = 0; k < ARRAY_LEN(cuda_syms); k++) {
     void *sym = dlsym(c->lib, cuda_syms[k].name);
     if (!sym && cuda_syms[k].alt) sym = dlsym(c->lib, cuda_syms[k].alt);
     if (!sym && cuda_syms[k].optional == 1) c->have_graphs = false;
     if (!sym && cuda_syms[k].optional == 3) c->have_staging = false;
+    if (!sym && cuda_syms[k].optional == 4) c->have_streams = false;
     if (!sym && !cuda_syms[k].optional)
       return cu_err(d, "libcuda.so.1 has no %s; the NVIDIA driver is too old",
                     cuda_syms[k].name);
@@ -678,6 +758,10 @@ Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
     p->copy_h2d_async = cu_h2d_async;
     p->copy_d2h_async = cu_d2h_async;
   }
+  c->nside = (o && o->streams > 0 ? o->streams : CUDA_DEFAULT_STREAMS) - 1;
+  if (c->nside > CUDA_MAX_SIDE_STREAMS) c->nside = CUDA_MAX_SIDE_STREAMS;
+  if (opened && c->have_graphs && c->have_streams && c->nside > 0)
+    p->launch_group = cu_launch_group;
   if (opened && c->have_graphs) {
     p->cmdbuf_begin = cu_cmdbuf_begin;
     p->cmdbuf_end = cu_cmdbuf_end;

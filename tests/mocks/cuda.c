@@ -18,6 +18,13 @@
  * would join the capture implicitly.  Freed memory is poisoned (0xa5) and
  * never reused, so a graph that kept stale addresses computes garbage.
  * mock_cuda_defer lets the mock libraries put their work into a capture.
+ * Several streams, as CUDA captures them: a stream that waits
+ * (cuStreamWaitEvent) for an event recorded on a captured stream joins that
+ * capture (its work becomes nodes of the same graph); cuStreamEndCapture on
+ * the stream that began it fails with 904 (CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+ * unless every joined stream's last work was waited for by the origin
+ * (its event recorded after that work and waited on by the origin stream),
+ * and ends the capture of them all.
  *
  * Pinned host memory (cuMemAllocHost) and the async host copies are logged
  * with their sizes.  Failures can be injected from the environment, for
@@ -107,9 +114,22 @@ typedef struct Graph {
 typedef struct Stream {
   unsigned flags;
   Graph *capture;                 /* non-NULL while capturing */
+  bool forked;                    /* joined a capture begun on another stream */
+  int work;                       /* work issued to it (captured or not) */
+  int joined_work;                /* its work the origin has waited for */
 } Stream;
 static int capturing_on[MAXDEV];  /* streams being captured, per device */
 #define capturing capturing_on[cur < 0 ? 0 : cur]
+/* An event: the monotonic time of its last record (first, as the profile
+ * tests read it), the stream and how much of its work it followed. */
+typedef struct Event {
+  double ms;
+  Stream *stream;
+  int work;
+  Graph *capture;                 /* the capture it was recorded in */
+} Event;
+enum { MAX_STREAMS = 64 };
+static Stream *streams[MAX_STREAMS];
 
 static void add_node(Graph *g, Node nd) {
   g->nodes = realloc(g->nodes, sizeof *g->nodes * (size_t)(g->n + 1));
@@ -141,6 +161,7 @@ static void run_node(const Node *nd) {
  * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). */
 static CUresult issue(void *stream, Node nd, const char *what) {
   Stream *s = stream;
+  if (s) s->work++;
   if (s && s->capture) {
     mock_log("%s captured", what);
     add_node(s->capture, nd);
@@ -169,12 +190,23 @@ int mock_cuda_defer(void *stream, void (*fn)(void *), void *arg) {
 CUresult cuStreamCreate(void **out, unsigned flags) {
   Stream *s = calloc(1, sizeof *s);
   s->flags = flags;
+  pthread_mutex_lock(&mu);
+  for (int k = 0; k < MAX_STREAMS; k++)
+    if (!streams[k]) {
+      streams[k] = s;
+      break;
+    }
+  pthread_mutex_unlock(&mu);
   *out = s;
   mock_log("cuStreamCreate flags=%u", flags);
   return 0;
 }
 CUresult cuStreamDestroy_v2(void *s) {
   mock_log("cuStreamDestroy");
+  pthread_mutex_lock(&mu);
+  for (int k = 0; k < MAX_STREAMS; k++)
+    if (streams[k] == s) streams[k] = NULL;
+  pthread_mutex_unlock(&mu);
   free(s);
   return 0;
 }
@@ -191,7 +223,22 @@ CUresult cuStreamBeginCapture_v2(void *stream, int mode) {
 }
 CUresult cuStreamEndCapture(void *stream, void **out) {
   Stream *s = stream;
-  if (!s || !s->capture) return 1;
+  if (!s || !s->capture || s->forked) return 1;
+  for (int k = 0; k < MAX_STREAMS; k++) {
+    Stream *f = streams[k];
+    if (f && f != s && f->capture == s->capture && f->work != f->joined_work) {
+      mock_log("cuStreamEndCapture: a forked stream is not joined");
+      return 904;
+    }
+  }
+  for (int k = 0; k < MAX_STREAMS; k++) {
+    Stream *f = streams[k];
+    if (f && f != s && f->capture == s->capture) {
+      f->capture = NULL;
+      f->forked = false;
+      capturing--;
+    }
+  }
   mock_log("cuStreamEndCapture nodes=%d", s->capture->n);
   *out = s->capture;
   s->capture = NULL;
@@ -478,15 +525,47 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
 }
 /* An event holds the monotonic time (ms) of its last record; work is done
  * when it is submitted, so an event is complete once recorded. */
-CUresult cuEventCreate(void **e, unsigned fl) { *e = calloc(1, sizeof(double)); return 0; }
+CUresult cuEventCreate(void **e, unsigned fl) { *e = calloc(1, sizeof(Event)); return 0; }
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
 CUresult cuEventRecord(void *e, void *s) {
   int fail = mock_failing("cuEventRecord");
   if (fail) return fail;
+  Event *ev = e;
+  Stream *st = s;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  *(double *)e = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-  mock_log("cuEventRecord");
+  ev->ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+  ev->stream = st;
+  ev->work = st ? st->work : 0;
+  ev->capture = st ? st->capture : NULL;
+  mock_log("cuEventRecord%s", ev->capture ? " captured" : "");
+  return 0;
+}
+/* A stream waits for an event: outside a capture work is done when issued,
+ * so only the capture bookkeeping matters. */
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags) {
+  Stream *st = s;
+  Event *ev = e;
+  if (!ev || flags) return 1;
+  int fail = mock_failing("cuStreamWaitEvent");
+  if (fail) return fail;
+  if (ev->capture && st && !st->capture) {
+    /* st joins the capture: its work from now on becomes nodes */
+    st->capture = ev->capture;
+    st->forked = true;
+    st->joined_work = st->work;
+    capturing++;
+    mock_log("cuStreamWaitEvent: joins the capture");
+    return 0;
+  }
+  if (ev->capture && st && st->capture == ev->capture && ev->stream && ev->stream->forked &&
+      ev->stream != st && ev->work > ev->stream->joined_work)
+    ev->stream->joined_work = ev->work;
+  if (ev->capture && (!st || st->capture != ev->capture)) {
+    mock_log("cuStreamWaitEvent: an event of another capture");
+    return 901;                   /* CUDA_ERROR_STREAM_CAPTURE_ISOLATION-like */
+  }
+  mock_log("cuStreamWaitEvent%s", ev->capture ? " captured" : "");
   return 0;
 }
 CUresult cuEventSynchronize(void *e) { return sticky; }

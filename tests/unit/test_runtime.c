@@ -645,15 +645,13 @@ Test(runtime, no_kernels_needs_no_kernel_file) {
 }
 
 /* The host platform's launch_group, wrapped to record the group sizes. */
-static bool (*real_launch_group)(Platform *, int, void *const *, const int *,
-                                 const DevPtr *const *, const uint32_t *const *, Diag *);
+static bool (*real_launch_group)(Platform *, int, const KernelLaunch *, Diag *);
 static int Groups[16], NGroups;
 
-static bool record_launch_group(Platform *p, int n, void *const *k, const int *na,
-                                const DevPtr *const *a, const uint32_t *const *g, Diag *d) {
+static bool record_launch_group(Platform *p, int n, const KernelLaunch *k, Diag *d) {
   if (NGroups < 16) Groups[NGroups] = n;
   NGroups++;
-  return real_launch_group(p, n, k, na, a, g, d);
+  return real_launch_group(p, n, k, d);
 }
 
 Test(runtime, independent_kernels_launch_together) {
