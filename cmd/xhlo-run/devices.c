@@ -289,8 +289,6 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
     _exit(1);
   }
   for (int k = 0; k < started; k++) pthread_join(devs[k].thread, NULL);
-  pthread_mutex_destroy(&ended.mu);
-  pthread_cond_destroy(&ended.cv);
   bool ok = started == n;
   for (int k = 0; k < started; k++) ok &= devs[k].ok;
   if (!ok) {
@@ -330,6 +328,8 @@ out:
   }
   free(devs);
   rdv_free(w);
+  pthread_mutex_destroy(&ended.mu);
+  pthread_cond_destroy(&ended.cv);
   free(kbytes);
   free(kpath);
   vec_free(&leaves);
