@@ -3,8 +3,11 @@
 # builds xhlo-run, runs the end-to-end modules on the GPU against the
 # reference interpreter (tests/gpu/check-e2e-cuda.sh, what `make check-gpu`
 # runs), the GPU's failures (tests/gpu/check-errors-cuda.sh: JIT refusals,
-# out of memory, a kernel fault), a short subset of them under compute-sanitizer when the toolkit has
-# it, then the benchmark of JAX programs (bench/xla-compare/gpu_bench.py:
+# out of memory, a kernel fault), the collectives cases that fit the
+# machine's GPUs through NCCL against XLA's results
+# (tests/gpu/check-collectives-cuda.sh; it lists those that need more GPUs),
+# a short subset of the e2e modules under compute-sanitizer when the toolkit
+# has it, then the benchmark of JAX programs (bench/xla-compare/gpu_bench.py:
 # xhloc against XLA:GPU, TFLOP/s and GB/s against the GPU's peaks).
 #
 # The GPU machine has no LLVM, so xhloc cannot run there.  Prepare on a
@@ -13,7 +16,9 @@
 #   scripts/gpu-check.sh --prepare DIR [--only=REGEX]
 #
 # writes DIR/e2e (every testdata/e2e module compiled for the GPU, with its
-# HLO, and the error cases in DIR/e2e/errors) and DIR/bench (the benchmark programs' HLO from JAX, their xhloc
+# HLO, and the error cases in DIR/e2e/errors), DIR/collectives (every
+# testdata/collectives case compiled for the GPU; their inputs and XLA's
+# outputs stay in the repository) and DIR/bench (the benchmark programs' HLO from JAX, their xhloc
 # artifacts, inputs and CPU reference outputs, manifest.json).  Python with
 # jax comes from $XHLO_BENCH_PYTHON, else build/bench-venv (made by
 # bench/xla-compare/run.sh), else python3.  Then, with the repository and
@@ -87,6 +92,7 @@ if [ "$prepare" = 1 ]; then
     echo "gpu-check: FAIL: cannot make the GPU error cases in $dir/e2e/errors"
     bad=$((bad + 1))
   fi
+  tests/gpu/check-collectives-cuda.sh --prepare "$dir/collectives" || bad=$((bad + 1))
   if ! "$py" -c 'import jax, numpy, ml_dtypes' 2>/dev/null; then
     echo "gpu-check: FAIL: $py has no jax, numpy and ml_dtypes: the benchmark is not prepared" \
       "(set XHLO_BENCH_PYTHON, or run bench/xla-compare/run.sh once to make build/bench-venv)"
@@ -159,6 +165,18 @@ elif XHLOC_BIN=$tmp XHLOC_GPU_ARTIFACTS=$dir/e2e timeout 600 tests/gpu/check-err
 else
   cat "$tmp/errs"
   fail "GPU error paths: $(tail -n 1 "$tmp/errs")"
+fi
+
+# 1c. the collectives cases that fit the GPUs, through NCCL
+if [ ! -d "$dir/collectives" ]; then
+  skip "collectives: $dir/collectives is missing (prepare again: scripts/gpu-check.sh --prepare)"
+elif XHLOC_BIN=$tmp XHLOC_GPU_COLLECTIVES=$dir/collectives \
+  timeout 300 tests/gpu/check-collectives-cuda.sh >"$tmp/coll" 2>&1; then
+  grep -A 8 "not run:" "$tmp/coll" | grep -v "passed, .* failed" || true
+  pass "$(tail -n 1 "$tmp/coll")"
+else
+  cat "$tmp/coll"
+  fail "collectives on the GPUs through NCCL: $(tail -n 1 "$tmp/coll")"
 fi
 
 # 2. a short subset under compute-sanitizer (memcheck), when the toolkit has it

@@ -415,6 +415,7 @@ CUresult cuDeviceGetName(char *s, int n, int d) { snprintf(s, n, "mock"); return
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuCtxSetCurrent(void *c) { return c == (void *)1 ? 0 : 1; }
+CUresult cuCtxGetCurrent(void **c) { *c = (void *)1; return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
 CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **vals) {
   if (!strstr(img, ".entry")) {

@@ -112,3 +112,18 @@ void device_specs_free(StrVec *v) {
   for (int k = 0; k < v->len; k++) free(v->data[k]);
   vec_free(v);
 }
+
+bool artifact_has_kernels(const ThunkSeq *s) {
+  for (int k = 0; k < s->n; k++) {
+    const Thunk *t = &s->thunks[k];
+    if (t->kind == THUNK_KERNEL) return true;
+    if (t->kind == THUNK_WHILE &&
+        (artifact_has_kernels(t->cond) || artifact_has_kernels(t->body)))
+      return true;
+    if (t->kind == THUNK_COMMAND_BUFFER && artifact_has_kernels(t->commands)) return true;
+    if (t->kind == THUNK_CONDITIONAL)
+      for (int b = 0; b < t->nbranches; b++)
+        if (artifact_has_kernels(&t->branches[b])) return true;
+  }
+  return false;
+}

@@ -1,20 +1,35 @@
 /*
  * devices.c - xhlo-run on a compiled artifact of a module with
  * replica_count x num_partitions > 1 (read from its original HLO's header):
- * one host platform and executor per device, each on its own thread,
- * sharing the artifact; collective thunks meet through a rendezvous
- * (lib/support/rendezvous.h), in host memory.  Inputs, outputs and expected
- * outputs per device through {d} in their specs, as on the interpreter;
- * --compare runs the original HLO on the interpreter's devices and compares
- * every device's results.  Timing options are for one device only.
+ * one platform and executor per device, each on its own thread, sharing
+ * the artifact.  On the host, collective thunks meet through a rendezvous
+ * (lib/support/rendezvous.h), in host memory.  On CUDA, device k is GPU k
+ * (a module of more devices than there are GPUs is refused) and the
+ * collective thunks go through NCCL (lib/runtime/collective_nccl.c), its
+ * communicators made through the same rendezvous.  Inputs, outputs and
+ * expected outputs per device through {d} in their specs, as on the
+ * interpreter; --compare runs the original HLO on the interpreter's devices
+ * and compares every device's results.  Timing options are for one device
+ * only.
+ *
+ * A device whose run fails abandons the others' pending meetings, so they
+ * fail too.  On a GPU a device may instead be waiting in NCCL for one that
+ * failed (the failure came after their meeting, or while a communicator was
+ * made), which no rendezvous can end: once a device has failed the others
+ * get FAILED_GRACE_S seconds to end, and then the run ends with the first
+ * failure's message without waiting for them.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../lib/runtime/platform.h"
 #include "xhlo_run.h"
+
+#define FAILED_GRACE_S 5
 
 void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions) {
   *replicas = *partitions = 1;
@@ -33,8 +48,16 @@ void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions)
   free(line);
 }
 
+/* How many device threads have ended, and how many of them failed. */
+typedef struct Ended {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int n, failed;
+} Ended;
+
 typedef struct Dev {
   pthread_t thread;
+  Ended *ended;
   int dev;
   Platform *plat;
   Executor *ex;
@@ -52,7 +75,35 @@ static void *dev_main(void *arg) {
   Dev *v = arg;
   v->ok = executor_run(v->ex, v->leaf_vals, v->out, &v->result, &v->d);
   rdv_exit(v->w, v->dev, !v->ok, v->d.msg);
+  pthread_mutex_lock(&v->ended->mu);
+  v->ended->n++;
+  if (!v->ok) v->ended->failed++;
+  pthread_cond_broadcast(&v->ended->cv);
+  pthread_mutex_unlock(&v->ended->mu);
   return NULL;
+}
+
+/* Waits until the n started device threads have ended; false when one
+ * failed and the others did not all end within FAILED_GRACE_S of it. */
+static bool wait_devices(Ended *e, int n) {
+  struct timespec deadline = {0};
+  bool timed = false, all = true;
+  pthread_mutex_lock(&e->mu);
+  while (e->n < n) {
+    if (e->failed && !timed) {
+      clock_gettime(CLOCK_REALTIME, &deadline);
+      deadline.tv_sec += FAILED_GRACE_S;
+      timed = true;
+    }
+    if (!timed) {
+      pthread_cond_wait(&e->cv, &e->mu);
+    } else if (pthread_cond_timedwait(&e->cv, &e->mu, &deadline) == ETIMEDOUT) {
+      all = e->n >= n;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&e->mu);
+  return all;
 }
 
 /* Every device's results against the interpreter's run of the original HLO
@@ -129,9 +180,10 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
     return 1;
   }
   int n = (int)n64;
-  if (strcmp(pname, "host") != 0) {
-    fprintf(stderr, "xhlo-run: %s: a module of %d devices runs on the host platform "
-            "only (--platform=host)\n", path, n);
+  bool cuda = strcmp(pname, "cuda") == 0;
+  if (!cuda && strcmp(pname, "host") != 0) {
+    fprintf(stderr, "xhlo-run: %s: a module of %d devices runs on the host or on CUDA "
+            "GPUs (--platform=host, --platform=cuda)\n", path, n);
     return 1;
   }
   if (o->profile || o->trace || o->iterations > 0) {
@@ -139,12 +191,30 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
             "of one device\n", path);
     return 1;
   }
+  if (cuda) {
+    Diag cd = {0};
+    int gpus = platform_cuda_device_count(&cd);
+    if (gpus < 0 || gpus < n) {
+      if (gpus < 0)
+        fprintf(stderr, "xhlo-run: --platform=cuda: %s\n", cd.msg ? cd.msg : "no driver");
+      else
+        fprintf(stderr, "xhlo-run: %s: the module needs %d devices (replica_count=%lld x "
+                "num_partitions=%lld) and this machine has %d GPU%s; xhlo-run runs each "
+                "device on a GPU of its own\n", path, n, (long long)replicas,
+                (long long)partitions, gpus, gpus == 1 ? "" : "s");
+      diag_clear(&cd);
+      return 1;
+    }
+  }
   int status = 1;
   Diag d = {0};
   Arena *arena = arena_new();
   PtrVec leaves = {0};
   Dev *devs = xcalloc((size_t)n, sizeof *devs);
   Rendezvous *w = rdv_new(n);
+  Ended ended = {.n = 0};
+  pthread_mutex_init(&ended.mu, NULL);
+  pthread_cond_init(&ended.cv, NULL);
   uint8_t *kbytes = NULL;
   char *kpath = NULL;
   for (int k = 0; k < a->nparams; k++) {
@@ -156,6 +226,7 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
     vec_push(&leaves, s);
   }
   size_t klen = 0;
+  bool kernels = artifact_has_kernels(&a->entry);
   kbytes = artifact_read_kernel_file(a, path, &klen, &d);
   if (!kbytes) {
     fprintf(stderr, "xhlo-run: %s\n", d.msg ? d.msg : "no kernel file");
@@ -187,8 +258,9 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
       fprintf(stderr, "xhlo-run: (the inputs of device %d)\n", k);
       goto out;
     }
-    if (!(v->plat = platform_host_new(&popts, &d)) ||
-        !(v->ex = executor_new(a, v->plat, kbytes, klen, kpath, &d))) {
+    popts.device = k;
+    if (!(v->plat = cuda ? platform_cuda_new(&popts, &d) : platform_host_new(&popts, &d)) ||
+        !(v->ex = executor_new(a, v->plat, kernels ? kbytes : NULL, klen, kpath, &d))) {
       fprintf(stderr, "xhlo-run: %s: %s\n", path, d.msg ? d.msg : "no executor");
       goto out;
     }
@@ -196,11 +268,25 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
   }
   int started = 0;
   for (int k = 0; k < n; k++) {
+    devs[k].ended = &ended;
     if (pthread_create(&devs[k].thread, NULL, dev_main, &devs[k]) != 0) {
       for (int j = k; j < n; j++) rdv_exit(w, j, true, "no thread for the device");
       break;
     }
     started++;
+  }
+  if (!wait_devices(&ended, started)) {
+    /* a device waits in NCCL for one that failed: its thread cannot be
+     * joined, nor its GPU's state freed */
+    int bad = rdv_first_failed(w);
+    fprintf(stderr, "xhlo-run: %s: device %d (replica %lld, partition %lld): %s\n"
+            "xhlo-run: (the other devices did not end within %d s of that failure: "
+            "waiting for it in the collective library; the run is abandoned)\n", path, bad,
+            (long long)(bad / partitions), (long long)(bad % partitions),
+            bad >= 0 && devs[bad].d.msg ? devs[bad].d.msg : "failed", FAILED_GRACE_S);
+    fflush(stdout);
+    fflush(stderr);
+    _exit(1);
   }
   for (int k = 0; k < started; k++) pthread_join(devs[k].thread, NULL);
   bool ok = started == n;
@@ -242,6 +328,8 @@ out:
   }
   free(devs);
   rdv_free(w);
+  pthread_mutex_destroy(&ended.mu);
+  pthread_cond_destroy(&ended.cv);
   free(kbytes);
   free(kpath);
   vec_free(&leaves);

@@ -7,6 +7,7 @@
  *   interp.c   HLO text on the reference interpreter
  *   thunks.c   a compiled artifact (PREFIX.thunks) on the host or a GPU
  *   devices.c  an artifact of several devices, one thread each, on the host
+ *              or one GPU each
  *   common.c   inputs, outputs and expected outputs
  *   trace_file.c  writing --trace's file whole or not at all
  */
@@ -56,7 +57,8 @@ int run_thunks(const RunOpts *o, const char *path);
 /* replica_count and num_partitions from the artifact's original HLO (1
  * where absent). */
 void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions);
-/* Runs every device of the artifact on the host, one thread each. */
+/* Runs every device of the artifact on the host or on one GPU each, one
+ * thread each. */
 int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
                        const char *pname, int64_t replicas, int64_t partitions);
 
@@ -76,6 +78,8 @@ int emit_results(const RunOpts *o, Literal **res, int nres, Arena *a);
  * replaced by its number (heap strings; free with device_specs_free). */
 void device_specs(const StrVec *in, int64_t dev, StrVec *out);
 void device_specs_free(StrVec *v);
+/* Whether a thunk sequence (nested ones too) launches kernels. */
+bool artifact_has_kernels(const ThunkSeq *s);
 
 /*
  * trace_file.c

@@ -27,12 +27,6 @@
 #include "../eval/eval.h"
 #include "collective_exec.h"
 
-struct CollExec {
-  const Thunk *t;
-  Shape **in, **out;               /* parsed shapes, n each (ids: out[0]) */
-  int64_t *in_bytes, *out_bytes;
-};
-
 static bool err(Diag *d, const Thunk *t, const char *fmt, const char *what) {
   return diag_error(d, (Loc){0}, fmt, t->annotation ? t->annotation : "?", what);
 }
@@ -58,7 +52,7 @@ static Shape *parse(Arena *a, const Thunk *t, const char *text, int64_t size,
   return s;
 }
 
-CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d) {
+CollExec *coll_prepare(Arena *a, const Thunk *t, Platform *p, Diag *d) {
   const CollDesc *c = t->coll;
   CollExec *x = ARENA_NEW(a, CollExec);
   x->t = t;
@@ -84,7 +78,33 @@ CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d) {
     if (!(x->out[k] = parse(a, t, c->out_shape[k], c->out[k].size, d))) return NULL;
     x->out_bytes[k] = c->out[k].size;
   }
+  x->on_device = c->kind != COLL_REPLICA_ID && c->kind != COLL_PARTITION_ID && p &&
+                 p->coll_takes && p->coll_run && p->coll_takes(p, x);
   return x;
+}
+
+bool coll_share_rendezvous(void *ctx, const void *key, const int64_t *members, int n,
+                           int64_t self, void *bytes, size_t len, Diag *d) {
+  char why[256];
+  void *const *brought;
+  /* the first member brings its bytes; each reads them before leaving */
+  bool first = n > 0 && members[0] == self;
+  RdvMeet *m = rdv_join(ctx, key, "sharing a communicator's id", members, n, self,
+                        first ? bytes : NULL, &brought, why, sizeof why);
+  if (!m) return run_err(d, why);
+  if (!first) memcpy(bytes, brought[0], len);
+  rdv_leave(ctx, m);
+  return true;
+}
+
+bool coll_group_share(const CollGroup *g, void *bytes, size_t len, Diag *d) {
+  if (g->n == 1) return true;
+  if (!g->env || !g->env->share) {
+    char why[128];
+    snprintf(why, sizeof why, "%d devices take part but the run has only this one", g->n);
+    return run_err(d, why);
+  }
+  return g->env->share(g->env->share_ctx, g->key, g->members, g->n, g->self, bytes, len, d);
 }
 
 static bool identity_layout(const Shape *s) {
@@ -215,15 +235,29 @@ static bool compute(const CollExec *x, const Meet *mt, int k, int src,
   }
 }
 
-bool coll_run(const CollExec *x, Platform *p, Rendezvous *w, int64_t replica,
-              int64_t partition, const DevPtr *in, const DevPtr *out, Diag *d) {
+/* The members meet and leave at once: all of them run this thunk now. */
+static bool meet(const CollEnv *env, const Thunk *t, const int64_t *members, int n,
+                 int64_t self, Diag *d) {
+  if (n == 1 || !env->world) return true;
+  char why[256];
+  void *const *brought;
+  RdvMeet *m = rdv_join(env->world, t, t->annotation ? t->annotation : "collective", members,
+                        n, self, NULL, &brought, why, sizeof why);
+  if (!m) return run_err(d, why);
+  rdv_leave(env->world, m);
+  return true;
+}
+
+bool coll_run(CollExec *x, Platform *p, const CollEnv *env, const DevPtr *in,
+              const DevPtr *out, Diag *d) {
   const Thunk *t = x->t;
   const CollDesc *c = t->coll;
+  Rendezvous *w = env->world;
+  int64_t replica = env->replica, partition = env->partition;
   if (c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID) {
     uint32_t v = (uint32_t)(c->kind == COLL_REPLICA_ID ? replica : partition);
     return p->copy_h2d(p, out[0], &v, 4, d);
   }
-  if (!p->synchronize(p, d)) return false;
   char why[256];
   int64_t *members = NULL;
   int n = hlo_group_participants((CollectiveGroupMode)c->mode, c->ngroups, c->groups,
@@ -237,6 +271,17 @@ bool coll_run(const CollExec *x, Platform *p, Rendezvous *w, int64_t replica,
   if (c->kind == COLL_ALL_TO_ALL && c->dim < 0 && c->n != n) {
     free(members);
     return run_err(d, "a tuple all-to-all needs one operand per participant");
+  }
+  if (x->on_device) {
+    CollGroup g = {.members = members, .n = n, .me = mt.me, .self = self,
+                   .ndev = c->replica_count * c->num_partitions, .env = env, .key = t};
+    bool ok = meet(env, t, members, n, self, d) && p->coll_run(p, x, &g, in, out, d);
+    free(members);
+    return ok;
+  }
+  if (!p->synchronize(p, d)) {
+    free(members);
+    return false;
   }
   uint8_t **mine = xcalloc((size_t)c->n + 1, sizeof *mine);
   uint8_t **res = xcalloc((size_t)c->n + 1, sizeof *res);

@@ -32,8 +32,9 @@
  * and the platform updates it in place.
  *
  * A collective thunk (collective_exec.c) meets the other devices of a
- * multi-device run (executor_set_device); it stays in its place in the
- * schedule, between segments, like a while.
+ * multi-device run (executor_set_device), through host memory or the
+ * platform's collective library (NCCL on the CUDA platform); it stays in
+ * its place in the schedule, between segments, like a while.
  *
  * Profiling wraps each thunk in two platform marks (a pair per nesting
  * depth, one more pair for the run) and adds up its time and calls; tracing
@@ -122,8 +123,8 @@ struct Executor {
   int traced_runs;
   double trace_t0;                /* the first traced run's start, ms */
   double run_origin;              /* this run's start from trace_t0, ms */
-  Rendezvous *world;              /* executor_set_device; NULL: alone */
-  int64_t replica, partition;
+  CollEnv coll;                   /* executor_set_device, executor_set_share;
+                                     zero: alone */
   double trace_end;               /* the last traced run's end, ms */
   int base_mark;                  /* the mark at this run's start */
 };
@@ -366,7 +367,7 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
       if (!check_slice(e, c->out[k], "collective result", t, d)) return false;
       x->coll_out[k] = slice_addr(e, c->out[k]);
     }
-    return (x->coll = coll_prepare(e->arena, t, d)) != NULL;
+    return (x->coll = coll_prepare(e->arena, t, e->p, d)) != NULL;
   }
   }
   return ex_err(d, "the artifact has a thunk of unknown kind %d", (int)t->kind);
@@ -733,9 +734,15 @@ void executor_set_sync_each_thunk(Executor *e, bool on) {
 
 void executor_set_device(Executor *e, Rendezvous *world, int64_t replica,
                          int64_t partition) {
-  e->world = world;
-  e->replica = replica;
-  e->partition = partition;
+  e->coll.world = world;
+  e->coll.replica = replica;
+  e->coll.partition = partition;
+  if (world) executor_set_share(e, coll_share_rendezvous, world);
+}
+
+void executor_set_share(Executor *e, CollShareFn share, void *ctx) {
+  e->coll.share = share;
+  e->coll.share_ctx = ctx;
 }
 
 void executor_set_command_buffers(Executor *e, bool on) {
@@ -973,8 +980,7 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
     if (e->no_cmdbufs || !p->cmdbuf_begin) return run_seq(e, &x->cmds, d);
     return run_cmdbuf(e, x, d);
   case THUNK_COLLECTIVE:
-    return coll_run(x->coll, p, e->world, e->replica, e->partition, x->coll_in,
-                    x->coll_out, d);
+    return coll_run(x->coll, p, &e->coll, x->coll_in, x->coll_out, d);
   }
   return false;
 }

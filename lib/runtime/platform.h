@@ -29,6 +29,8 @@
 typedef uint64_t DevPtr;
 
 typedef struct Platform Platform;
+typedef struct CollExec CollExec;     /* collective_exec.h */
+typedef struct CollGroup CollGroup;
 
 /* One kernel launch of a group (Platform.launch_group). */
 typedef struct KernelLaunch {
@@ -115,6 +117,18 @@ struct Platform {
   bool (*cmdbuf_launch)(Platform *p, void *cb, Diag *d);
   void (*cmdbuf_free)(Platform *p, void *cb);
 
+  /* Optional collectives through the device's own library (the CUDA
+   * platform: NCCL, collective_nccl.c); NULL: every collective thunk is
+   * staged through host memory (collective_exec.c).  coll_takes says once
+   * per thunk, as the executor is made, whether coll_run runs it (false:
+   * staged through host memory, e.g. an element type the library cannot
+   * reduce).  coll_run runs it in stream order as member g->me of group g,
+   * in[k] and out[k] the device addresses of its operand and result
+   * slices; it sees no collective that was not its to take. */
+  bool (*coll_takes)(Platform *p, const CollExec *x);
+  bool (*coll_run)(Platform *p, CollExec *x, const CollGroup *g, const DevPtr *in,
+                   const DevPtr *out, Diag *d);
+
   void (*destroy)(Platform *p);
 };
 
@@ -133,6 +147,8 @@ typedef struct PlatformOptions {
   bool no_tf32;                   /* CUDA: f32 gemms and convolutions in full
                                      f32 even where the artifact allows TF32
                                      (xhlo-run --tf32=off) */
+  int device;                     /* CUDA: the GPU, by its ordinal (0: the
+                                     first the driver lists) */
 } PlatformOptions;
 
 /*
@@ -142,12 +158,19 @@ typedef struct PlatformOptions {
 Platform *platform_host_new(const PlatformOptions *o, Diag *d);
 
 /*
- * platform_cuda.c: the first CUDA device through libcuda.so.1 (dlopen);
- * library calls through cuBLASLt and cuDNN (cublaslt.c, cudnn.c), opened
- * when the first such thunk is prepared.  NULL with a one-line message when
- * there is no driver or no device.  o may be NULL.
+ * platform_cuda.c: CUDA device o->device (the first when o is NULL) through
+ * libcuda.so.1 (dlopen); library calls through cuBLASLt and cuDNN
+ * (cublaslt.c, cudnn.c), opened when the first such thunk runs, and
+ * collectives through NCCL (nccl.c, collective_nccl.c), opened when the
+ * first collective runs.  Every operation makes the device's context
+ * current on the calling thread first, so the platforms of several GPUs
+ * may be used from one thread or from one thread each.  NULL with a
+ * one-line message when there is no driver or no such device.
  */
 Platform *platform_cuda_new(const PlatformOptions *o, Diag *d);
+/* How many CUDA devices the driver sees; -1 with a message when there is
+ * no driver. */
+int platform_cuda_device_count(Diag *d);
 
 void platform_free(Platform *p);  /* NULL is fine */
 
@@ -184,6 +207,17 @@ void executor_set_sync_each_thunk(Executor *e, bool on);
  * more than one participant fail; replica-id and partition-id are 0. */
 void executor_set_device(Executor *e, Rendezvous *world, int64_t replica,
                          int64_t partition);
+/* How the members of a collective's group share bytes from its first
+ * member (the NCCL unique id of their communicator): every member calls it
+ * with the same key and members (flattened ids, group order; self is the
+ * caller's), the first holding len bytes, the others receiving them.
+ * False with a message when the group cannot meet.  In one process the
+ * members meet through the run's rendezvous (executor_set_device sets
+ * collective_exec.c's); a run spread over processes (under MPI, one GPU
+ * each, world NULL above) gives its own with executor_set_share. */
+typedef bool (*CollShareFn)(void *ctx, const void *key, const int64_t *members, int n,
+                            int64_t self, void *bytes, size_t len, Diag *d);
+void executor_set_share(Executor *e, CollShareFn share, void *ctx);
 
 /* Command buffers (on by default): on a platform that has them, a
  * COMMAND_BUFFER thunk is recorded the first time it runs and replayed

@@ -1,12 +1,14 @@
 /*
- * platform_cuda.c - the CUDA platform: the first visible NVIDIA GPU through
- * the Driver API, with libcuda.so.1 opened by dlopen and every entry point
- * looked up by name, so xhlo-run builds and runs (on other platforms) on a
- * machine with no driver and no toolkit.
+ * platform_cuda.c - the CUDA platform: one NVIDIA GPU (PlatformOptions.device,
+ * the first by default) through the Driver API, with libcuda.so.1 opened by
+ * dlopen and every entry point looked up by name, so xhlo-run builds and
+ * runs (on other platforms) on a machine with no driver and no toolkit.
  *
- * The device's primary context is made current; every operation goes to the
- * legacy default stream, so launches, copies and memsets run in program
- * order and a device-to-host copy sees all of them.  The PTX is JIT-compiled
+ * The device's primary context is made current on the calling thread at
+ * the start of every operation (a multi-GPU run makes each GPU's platform
+ * on one thread and runs it on another); every operation goes to the
+ * legacy default stream of that context, so launches, copies and memsets
+ * run in program order and a device-to-host copy sees all of them.  The PTX is JIT-compiled
  * by the driver for the actual GPU; when that fails the message has the
  * JIT's error log and, for a PTX the driver does not know, the PTX's
  * .version and .target beside the driver's CUDA version.  Timer marks are
@@ -23,7 +25,8 @@
  * ...), the names cuda.h's macros map the plain names to.
  *
  * Library calls go to cuBLASLt (cublaslt.c) and cuDNN (cudnn.c), opened the
- * first time a GEMM or convolution runs, on the same stream.
+ * first time a GEMM or convolution runs, on the same stream; collectives to
+ * NCCL (collective_nccl.c, nccl.c), opened the first time one runs.
  *
  * Command buffers are CUDA graphs made by stream capture (the only way to
  * record cuBLASLt and cuDNN calls): cmdbuf_begin starts capturing a private
@@ -69,6 +72,7 @@ typedef struct CudaApi {
   CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*DevicePrimaryCtxRelease)(CUdevice);
   CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetCurrent)(CUcontext *);
   CUresult (*CtxSynchronize)(void);
   CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned int, CUjit_option *,
                                void **);
@@ -135,6 +139,7 @@ static const struct {
   SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
   SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
   SYM(CtxSetCurrent, "cuCtxSetCurrent", NULL),
+  SYM(CtxGetCurrent, "cuCtxGetCurrent", NULL),
   SYM(CtxSynchronize, "cuCtxSynchronize", NULL),
   SYM(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
   SYM(ModuleUnload, "cuModuleUnload", NULL),
@@ -196,6 +201,8 @@ typedef struct CudaState {
   CUstream stream;                /* where work goes: NULL (the legacy
                                      default stream), or capture while a
                                      command buffer is recorded */
+  int ordinal;                    /* PlatformOptions.device */
+  Nccl *nccl;                     /* opened by the first collective */
   bool have_streams;              /* StreamWaitEvent (and StreamCreate) */
   int nside;                      /* launch_group's side streams: kernel k > 0
                                      of a group goes to side[(k-1) % nside] */
@@ -225,8 +232,25 @@ static bool ck(const CudaState *c, CUresult r, const char *what, Diag *d) {
                 text ? ": " : "", text ? text : "");
 }
 
+/* Makes the device's context current on the calling thread (the platforms
+ * of several GPUs may share a thread, and one is used from the thread that
+ * made it and from its device's thread). */
+static bool bind(const CudaState *c, Diag *d) {
+  CUcontext now = NULL;
+  if (c->api.CtxGetCurrent(&now) == CUDA_SUCCESS && now == c->ctx) return true;
+  return ck(c, c->api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent", d);
+}
+
+/* For the operations that cannot fail: a failure shows at the next one. */
+static void bind_quietly(const CudaState *c) {
+  Diag ignored = {0};
+  bind(c, &ignored);
+  diag_clear(&ignored);
+}
+
 static bool cu_alloc(Platform *p, size_t n, DevPtr *out, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   CUdeviceptr m = 0;
   CUresult r = c->api.MemAlloc(&m, n);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -258,11 +282,13 @@ static void *cu_host_alloc(Platform *p, size_t n, Diag *d) {
 
 static void cu_host_free(Platform *p, void *m) {
   CudaState *c = p->impl;
+  bind_quietly(c);
   c->api.MemFreeHost(m);
 }
 
 static void cu_free(Platform *p, DevPtr m) {
   CudaState *c = p->impl;
+  bind_quietly(c);
   c->api.MemFree((CUdeviceptr)m);
 }
 
@@ -274,18 +300,21 @@ static bool not_recording(const CudaState *c, const char *what, Diag *d) {
 
 static bool cu_h2d(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a host-to-device copy", d)) return false;
   return ck(c, c->api.MemcpyHtoD((CUdeviceptr)dst, src, n), "cuMemcpyHtoD", d);
 }
 
 static bool cu_d2h(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a device-to-host copy", d)) return false;
   return ck(c, c->api.MemcpyDtoH(dst, (CUdeviceptr)src, n), "cuMemcpyDtoH", d);
 }
 
 static bool cu_h2d_async(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a host-to-device copy", d)) return false;
   return ck(c, c->api.MemcpyHtoDAsync((CUdeviceptr)dst, src, n, c->stream),
             "cuMemcpyHtoDAsync", d);
@@ -293,6 +322,7 @@ static bool cu_h2d_async(Platform *p, DevPtr dst, const void *src, size_t n, Dia
 
 static bool cu_d2h_async(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a device-to-host copy", d)) return false;
   return ck(c, c->api.MemcpyDtoHAsync(dst, (CUdeviceptr)src, n, c->stream),
             "cuMemcpyDtoHAsync", d);
@@ -300,6 +330,7 @@ static bool cu_d2h_async(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) 
 
 static bool cu_d2d(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->stream)
     return ck(c, c->api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, c->stream),
               "cuMemcpyDtoDAsync", d);
@@ -308,6 +339,7 @@ static bool cu_d2d(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d) {
 
 static bool cu_memset32(Platform *p, DevPtr dst, uint32_t v, size_t count, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->stream)
     return ck(c, c->api.MemsetD32Async((CUdeviceptr)dst, v, count, c->stream),
               "cuMemsetD32Async", d);
@@ -353,6 +385,7 @@ static void ptx_versions(const CudaState *c, const char *ptx, char *out, size_t 
 static bool cu_load(Platform *p, const uint8_t *bytes, size_t len, const char *path,
                     Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->mod) c->api.ModuleUnload(c->mod);
   c->mod = NULL;
   free(c->ptx_name);
@@ -427,6 +460,7 @@ static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
                       const uint32_t grid[3], const uint32_t block[3],
                       uint32_t shmem_bytes, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   return launch_on(c, c->stream, kernel, nargs, args, grid, block, shmem_bytes, d);
 }
 
@@ -453,6 +487,7 @@ static bool make_side_streams(CudaState *c, Diag *d) {
  * same calls inside a capture make a graph with parallel branches. */
 static bool cu_launch_group(Platform *p, int n, const KernelLaunch *kl, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (n == 1)
     return launch_on(c, c->stream, kl[0].kernel, kl[0].nargs, kl[0].args, kl[0].grid,
                      kl[0].block, kl[0].shmem_bytes, d);
@@ -477,12 +512,14 @@ static bool cu_launch_group(Platform *p, int n, const KernelLaunch *kl, Diag *d)
 
 static bool cu_sync(Platform *p, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a synchronization", d)) return false;
   return ck(c, c->api.CtxSynchronize(), "cuCtxSynchronize", d);
 }
 
 static bool cu_reserve_marks(Platform *p, int n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (n <= c->nmarks) return true;
   c->marks = xreallocarray(c->marks, (size_t)n, sizeof *c->marks);
   for (; c->nmarks < n; c->nmarks++)
@@ -493,6 +530,7 @@ static bool cu_reserve_marks(Platform *p, int n, Diag *d) {
 
 static bool cu_mark(Platform *p, int m, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (m < 0 || m >= c->nmarks) return cu_err(d, "timer mark %d was not reserved", m);
   if (!not_recording(c, "a timer mark", d)) return false;
   return ck(c, c->api.EventRecord(c->marks[m], NULL), "cuEventRecord", d);
@@ -500,6 +538,7 @@ static bool cu_mark(Platform *p, int m, Diag *d) {
 
 static bool cu_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (from < 0 || to < 0 || from >= c->nmarks || to >= c->nmarks)
     return cu_err(d, "timer marks %d, %d were not reserved", from, to);
   float f = 0;
@@ -513,6 +552,7 @@ static bool cu_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
 
 static bool cu_gemm(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES], Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->no_tf32 && g->allow_tf32) {
     GemmDesc full = *g;
     full.allow_tf32 = false;
@@ -523,6 +563,7 @@ static bool cu_gemm(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES]
 
 static bool cu_conv(Platform *p, const ConvDesc *cd, const DevPtr s[CONV_NSLICES], Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->no_tf32 && cd->allow_tf32) {
     ConvDesc full = *cd;
     full.allow_tf32 = false;
@@ -531,10 +572,23 @@ static bool cu_conv(Platform *p, const ConvDesc *cd, const DevPtr s[CONV_NSLICES
   return cudnn_conv(&c->dnn, p, c->lib_path, c->stream, cd, s, d);
 }
 
+/* ---- collectives: NCCL (collective_nccl.c) ------------------------------- */
+
+static bool cu_coll_takes(Platform *p, const CollExec *x) { return nccl_coll_takes(x); }
+
+static bool cu_coll_run(Platform *p, CollExec *x, const CollGroup *g, const DevPtr *in,
+                        const DevPtr *out, Diag *d) {
+  CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
+  if (!not_recording(c, "a collective", d)) return false;
+  return nccl_coll_run(&c->nccl, c->lib_path, p, c->stream, x, g, in, out, d);
+}
+
 /* ---- command buffers: CUDA graphs by stream capture ---------------------- */
 
 static bool cu_cmdbuf_begin(Platform *p, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->stream) return cu_err(d, "CUDA: a command buffer is already being recorded");
   if (!c->capture &&
       !ck(c, c->api.StreamCreate(&c->capture, CU_STREAM_NON_BLOCKING), "cuStreamCreate", d))
@@ -548,6 +602,7 @@ static bool cu_cmdbuf_begin(Platform *p, Diag *d) {
 
 static bool cu_cmdbuf_end(Platform *p, bool keep, void **cb, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!c->stream) return cu_err(d, "CUDA: no command buffer is being recorded");
   c->stream = NULL;
   CUgraph g = NULL;
@@ -580,17 +635,21 @@ static bool cu_cmdbuf_end(Platform *p, bool keep, void **cb, Diag *d) {
 
 static bool cu_cmdbuf_launch(Platform *p, void *cb, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a command buffer launch", d)) return false;
   return ck(c, c->api.GraphLaunch((CUgraphExec)cb, NULL), "cuGraphLaunch", d);
 }
 
 static void cu_cmdbuf_free(Platform *p, void *cb) {
   CudaState *c = p->impl;
+  bind_quietly(c);
   c->api.GraphExecDestroy((CUgraphExec)cb);
 }
 
 static void cu_destroy(Platform *p) {
   CudaState *c = p->impl;
+  bind_quietly(c);
+  nccl_free(c->nccl);
   cublaslt_free(c->lt);
   cudnn_free(c->dnn, p);
   free(c->lib_path);
@@ -610,8 +669,8 @@ static void cu_destroy(Platform *p) {
   free(c);
 }
 
-/* Opens the driver, picks device 0 and makes its primary context current. */
-static bool cuda_open(CudaState *c, Diag *d) {
+/* Opens libcuda.so.1 and binds its entry points into c. */
+static bool cuda_load(CudaState *c, Diag *d) {
   dlerror();
   c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!c->lib) {
@@ -631,16 +690,39 @@ static bool cuda_open(CudaState *c, Diag *d) {
                     cuda_syms[k].name);
     memcpy((char *)&c->api + cuda_syms[k].off, &sym, sizeof sym);
   }
+  return true;
+}
+
+/* cuInit and the number of devices (0 when the driver sees none). */
+static bool cuda_count(CudaState *c, int *n, Diag *d) {
+  *n = 0;
   CUresult r = c->api.Init(0);
+  if (r == CUDA_ERROR_NO_DEVICE) return true;
+  return ck(c, r, "cuInit", d) && ck(c, c->api.DeviceGetCount(n), "cuDeviceGetCount", d);
+}
+
+/* Opens the driver, picks device c->ordinal and makes its primary context
+ * current. */
+static bool cuda_open(CudaState *c, Diag *d) {
   int n = 0;
-  if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && c->api.DeviceGetCount(&n) ==
-                                    CUDA_SUCCESS && n == 0))
-    return cu_err(d, "no CUDA device (the driver is installed but sees no GPU)");
-  if (!ck(c, r, "cuInit", d) || !ck(c, c->api.DeviceGet(&c->dev, 0), "cuDeviceGet", d) ||
+  if (!cuda_load(c, d) || !cuda_count(c, &n, d)) return false;
+  if (n == 0) return cu_err(d, "no CUDA device (the driver is installed but sees no GPU)");
+  if (c->ordinal < 0 || c->ordinal >= n)
+    return cu_err(d, "there is no CUDA device %d: the driver sees %d GPU%s", c->ordinal, n,
+                  n == 1 ? "" : "s");
+  if (!ck(c, c->api.DeviceGet(&c->dev, c->ordinal), "cuDeviceGet", d) ||
       !ck(c, c->api.DevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain", d))
     return false;
   c->have_ctx = true;
   return ck(c, c->api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent", d);
+}
+
+int platform_cuda_device_count(Diag *d) {
+  CudaState c;
+  memset(&c, 0, sizeof c);
+  int n = 0;
+  /* (libcuda stays loaded, as for a platform) */
+  return cuda_load(&c, d) && cuda_count(&c, &n, d) ? n : -1;
 }
 
 Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
@@ -663,9 +745,12 @@ Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
   p->elapsed_ms = cu_elapsed;
   p->gemm = cu_gemm;
   p->conv = cu_conv;
+  p->coll_takes = cu_coll_takes;
+  p->coll_run = cu_coll_run;
   p->destroy = cu_destroy;
   if (o && o->lib_path) c->lib_path = xstrdup(o->lib_path);
   c->no_tf32 = o && o->no_tf32;
+  c->ordinal = o ? o->device : 0;
   bool opened = cuda_open(c, d);
   if (opened && c->have_staging) {
     p->host_alloc = cu_host_alloc;
