@@ -51,6 +51,7 @@
  */
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +115,7 @@ typedef struct CudaApi {
   /* optional on their own, for messages */
   CUresult (*DriverGetVersion)(int *);
   CUresult (*MemGetInfo)(size_t *, size_t *);
+  CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
   /* optional on its own: without it a changed graph is re-instantiated */
   CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
   /* several streams (optional, with the command-buffer group's
@@ -176,6 +178,7 @@ static const struct {
   OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, 3),
   OPT(DriverGetVersion, "cuDriverGetVersion", NULL, 2),
   OPT(MemGetInfo, "cuMemGetInfo_v2", NULL, 2),
+  OPT(DeviceGetAttribute, "cuDeviceGetAttribute", NULL, 2),
   OPT(StreamWaitEvent, "cuStreamWaitEvent", NULL, 4),
 #undef OPT
 #undef SYM
@@ -363,13 +366,32 @@ static void ptx_directive(const char *ptx, const char *directive, char *out, siz
   }
 }
 
-/* For a PTX the driver rejects: what the PTX asks for and what the driver
- * is, e.g. "; the PTX is .version 8.7 .target sm_90 and the driver is CUDA
- * 12.2 (cuDriverGetVersion 12020)". */
+/* The GPU's compute capability as sm_XY's number XY; 0 when unknown. */
+static int device_sm(const CudaState *c) {
+  int major = 0, minor = 0;
+  if (!c->api.DeviceGetAttribute ||
+      c->api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev) !=
+          CUDA_SUCCESS ||
+      c->api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev) !=
+          CUDA_SUCCESS)
+    return 0;
+  return major * 10 + minor;
+}
+
+/* For a PTX the driver rejects: what the PTX asks for and what the GPU or
+ * the driver is, e.g. "; the PTX is .version 8.7 .target sm_100a, for a
+ * newer GPU than this one (sm_90): ..." or "; the PTX is .version 8.7
+ * .target sm_90 and the driver is CUDA 12.2 (cuDriverGetVersion 12020)". */
 static void ptx_versions(const CudaState *c, const char *ptx, char *out, size_t cap) {
   char ver[32], target[32];
   ptx_directive(ptx, ".version", ver, sizeof ver);
   ptx_directive(ptx, ".target", target, sizeof target);
+  int sm = device_sm(c), want = 0;
+  if (sm && sscanf(target, "sm_%d", &want) == 1 && want > sm) {
+    snprintf(out, cap, "; the PTX is .version %s .target %s, for a newer GPU than this one "
+             "(sm_%d): compile it for this GPU with xhloc --arch=sm_%d", ver, target, sm, sm);
+    return;
+  }
   int v = 0;
   if (c->api.DriverGetVersion && c->api.DriverGetVersion(&v) == CUDA_SUCCESS)
     snprintf(out, cap, "; the PTX is .version %s .target %s and the driver is CUDA %d.%d "

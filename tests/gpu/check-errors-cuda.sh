@@ -72,7 +72,7 @@ expect() {
 # the first kernel's thunk, which the fault case breaks
 first=$(sed -n 's/^kernel name=[^ ]* annotation=[0-9]*:\([^ ]*\) .*/\1/p' "$dir/fault.thunks" |
   head -n 1)
-expect "ptx_arch" "cannot JIT-compile the PTX" "sm_100a" -- \
+expect "ptx_arch" "cannot JIT-compile the PTX" "sm_100a, for a newer GPU than this one" -- \
   "$dir/ptx_arch.thunks" --platform=cuda --random-inputs
 expect "ptx_version" "cannot JIT-compile the PTX|PTX" "99\.0" -- \
   "$dir/ptx_version.thunks" --platform=cuda --random-inputs
