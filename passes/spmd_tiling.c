@@ -1,0 +1,325 @@
+/*
+ * spmd_tiling.c - values' shardings (Shd: a tiling per array leaf) and the
+ * operations the SPMD passes do on tilings: untiling a dimension, building
+ * a tiling from dimensions of others, following a reshape, costing a
+ * reshard, grouping devices for a collective.
+ */
+#include "spmd.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+Shd *shd_array(Arena *a, Tiling *t) {
+  Shd *s = ARENA_NEW(a, Shd);
+  s->t = t;
+  return s;
+}
+
+Shd *shd_tuple(Arena *a, int n, Shd **el) {
+  Shd *s = ARENA_NEW(a, Shd);
+  s->n = n;
+  s->el = ARENA_ARRAY(a, Shd *, n > 0 ? n : 1);
+  for (int k = 0; k < n; k++)
+    s->el[k] = el[k];
+  return s;
+}
+
+static Shd *uniform(Arena *a, const Shape *s, int64_t ndev, bool manual) {
+  if (s->et != ET_TUPLE) {
+    int rank = shape_is_array(s) ? s->rank : 0;
+    return shd_array(a, manual ? tiling_manual(a, rank, ndev)
+                               : tiling_replicated(a, rank, ndev));
+  }
+  Shd *t = ARENA_NEW(a, Shd);
+  t->n = s->ntuple;
+  t->el = ARENA_ARRAY(a, Shd *, s->ntuple > 0 ? s->ntuple : 1);
+  for (int k = 0; k < s->ntuple; k++)
+    t->el[k] = uniform(a, s->tuple[k], ndev, manual);
+  return t;
+}
+
+Shd *shd_replicated(Arena *a, const Shape *s, int64_t ndev) {
+  return uniform(a, s, ndev, false);
+}
+
+Shd *shd_manual(Arena *a, const Shape *s, int64_t ndev) {
+  return uniform(a, s, ndev, true);
+}
+
+/* Leaves of a tuple sharding are flattened, as XLA keeps them. */
+static bool from_leaves(Arena *a, const Sharding *sh, int *next,
+                        const Shape *s, int64_t ndev, Shd **out, char *why,
+                        size_t nwhy) {
+  if (s->et == ET_TUPLE) {
+    Shd *t = ARENA_NEW(a, Shd);
+    t->n = s->ntuple;
+    t->el = ARENA_ARRAY(a, Shd *, s->ntuple > 0 ? s->ntuple : 1);
+    for (int k = 0; k < s->ntuple; k++)
+      if (!from_leaves(a, sh, next, s->tuple[k], ndev, &t->el[k], why, nwhy))
+        return false;
+    *out = t;
+    return true;
+  }
+  const Sharding *leaf = sh;
+  if (sh->kind == SHARD_TUPLE) {
+    if (*next >= sh->ntuple) {
+      snprintf(why, nwhy, "the tuple sharding has %d elements, fewer than "
+               "the value's leaves", sh->ntuple);
+      return false;
+    }
+    leaf = sh->tuple[(*next)++];
+  }
+  int rank = shape_is_array(s) ? s->rank : 0;
+  Tiling *t;
+  if (!shape_is_array(s))
+    t = tiling_replicated(a, 0, ndev);
+  else if (!tiling_from_sharding(a, leaf, rank, ndev, &t, why, nwhy))
+    return false;
+  *out = shd_array(a, t);
+  return true;
+}
+
+bool shd_from_sharding(Arena *a, const Sharding *sh, const Shape *s,
+                       int64_t ndev, Shd **out, char *why, size_t nwhy) {
+  int next = 0;
+  if (sh->kind == SHARD_TUPLE && s->et != ET_TUPLE) {
+    if (sh->ntuple != 1) {
+      snprintf(why, nwhy, "a tuple sharding on an array");
+      return false;
+    }
+    sh = sh->tuple[0];
+  }
+  if (!from_leaves(a, sh, &next, s, ndev, out, why, nwhy))
+    return false;
+  if (sh->kind == SHARD_TUPLE && next != sh->ntuple) {
+    snprintf(why, nwhy, "the tuple sharding has %d elements, the value %d "
+             "leaves", sh->ntuple, next);
+    return false;
+  }
+  return true;
+}
+
+static void leaves(const Shd *s, PtrVec *v) {
+  if (s->t) {
+    vec_push(v, (void *)s);
+    return;
+  }
+  for (int k = 0; k < s->n; k++)
+    leaves(s->el[k], v);
+}
+
+Sharding *shd_to_sharding(Arena *a, const Shd *s) {
+  if (s->t)
+    return tiling_to_sharding(a, s->t);
+  PtrVec v = {0};
+  leaves(s, &v);
+  Sharding *t = ARENA_NEW(a, Sharding);
+  t->kind = SHARD_TUPLE;
+  t->ntuple = v.len;
+  t->tuple = ARENA_ARRAY(a, Sharding *, v.len > 0 ? v.len : 1);
+  for (int k = 0; k < v.len; k++)
+    t->tuple[k] = tiling_to_sharding(a, ((const Shd *)v.data[k])->t);
+  vec_free(&v);
+  return t;
+}
+
+bool shd_equal(const Shd *a, const Shd *b) {
+  if (!a || !b)
+    return a == b;
+  if (a->t || b->t)
+    return a->t && b->t && tiling_equal(a->t, b->t);
+  if (a->n != b->n)
+    return false;
+  for (int k = 0; k < a->n; k++)
+    if (!shd_equal(a->el[k], b->el[k]))
+      return false;
+  return true;
+}
+
+bool shd_any_manual(const Shd *s) {
+  if (!s)
+    return false;
+  if (s->t)
+    return s->t->manual;
+  for (int k = 0; k < s->n; k++)
+    if (shd_any_manual(s->el[k]))
+      return true;
+  return false;
+}
+
+Tiling *tiling_drop(Arena *a, const Tiling *t, int k) {
+  Tiling *c = tiling_clone(a, t);
+  if (t->manual || k < 0 || k >= t->rank)
+    return c;
+  c->tiles[k] = 1;
+  for (int64_t d = 0; d < t->ndev; d++)
+    c->coord[d * t->rank + k] = 0;
+  return c;
+}
+
+Tiling *tiling_merge(Arena *a, int rank, int64_t ndev,
+                     const Tiling *const *srcs, const int *which,
+                     const int *dim) {
+  Tiling *t = tiling_new(a, rank, ndev);
+  for (int j = 0; j < rank; j++) {
+    if (which[j] < 0)
+      continue;
+    const Tiling *s = srcs[which[j]];
+    if (!s || s->manual || dim[j] < 0 || dim[j] >= s->rank)
+      continue;
+    t->tiles[j] = s->tiles[dim[j]];
+    for (int64_t d = 0; d < ndev; d++)
+      t->coord[d * rank + j] = s->coord[d * s->rank + dim[j]];
+  }
+  return tiling_valid(t) ? t : NULL;
+}
+
+Tiling *tiling_project(Arena *a, const Tiling *t, int rank,
+                       const int *src_dim) {
+  if (t->manual)
+    return tiling_manual(a, rank, t->ndev);
+  int which[64] = {0};
+  for (int j = 0; j < rank && j < 64; j++)
+    which[j] = src_dim[j] < 0 ? -1 : 0;
+  Tiling *r = tiling_merge(a, rank, t->ndev, &t, which, src_dim);
+  /* A projection of a valid tiling is valid unless a dimension repeats. */
+  return r ? r : tiling_replicated(a, rank, t->ndev);
+}
+
+int tiling_tiled_dims(const Tiling *t) {
+  int n = 0;
+  for (int k = 0; k < t->rank; k++)
+    n += t->tiles[k] > 1;
+  return n;
+}
+
+void tiling_reshape(Arena *a, const Tiling *t, const Shape *from,
+                    const Shape *to, Tiling **out, Tiling **src_eff) {
+  Tiling *res = tiling_new(a, to->rank, t->ndev);
+  Tiling *eff = tiling_clone(a, t);
+  *out = res;
+  *src_eff = eff;
+  if (t->manual) {
+    *out = tiling_manual(a, to->rank, t->ndev);
+    return;
+  }
+  if (shape_elements(from) <= 0) {
+    *src_eff = tiling_replicated(a, from->rank, t->ndev);
+    return;
+  }
+  int i = 0, j = 0;
+  while (i < from->rank && j < to->rank) {
+    int gi = i, gj = j;
+    int64_t pa = from->dims[i++], pb = to->dims[j++];
+    while (pa != pb) {
+      if (pa < pb && i < from->rank)
+        pa *= from->dims[i++];
+      else if (pb < pa && j < to->rank)
+        pb *= to->dims[j++];
+      else
+        break;
+    }
+    /* The group's major dimensions (past any of size 1 on either side). */
+    int mi = gi, mj = gj;
+    while (mi + 1 < i && from->dims[mi] == 1)
+      mi++;
+    while (mj + 1 < j && to->dims[mj] == 1)
+      mj++;
+    int64_t n = t->tiles[mi];
+    bool keep = pa == pb && n > 1 && from->dims[mi] % n == 0 &&
+                to->dims[mj] % n == 0;
+    for (int k = gi; k < i; k++) {
+      if (k == mi && keep)
+        continue;
+      if (eff->tiles[k] > 1) {
+        Tiling *d = tiling_drop(a, eff, k);
+        *eff = *d;
+      }
+    }
+    if (keep) {
+      res->tiles[mj] = n;
+      for (int64_t d = 0; d < t->ndev; d++)
+        res->coord[d * res->rank + mj] = t->coord[d * t->rank + mi];
+    }
+  }
+  for (int k = i; k < from->rank; k++)
+    if (eff->tiles[k] > 1) {
+      Tiling *d = tiling_drop(a, eff, k);
+      *eff = *d;
+    }
+}
+
+/* Every device's new shard along dimension k lies in its old one. */
+static bool contained(const Tiling *from, const Tiling *to, int k, int64_t g) {
+  if (from->tiles[k] == 1)
+    return true;
+  int64_t l = tiling_shard_dim(from, k, g), l2 = tiling_shard_dim(to, k, g);
+  for (int64_t d = 0; d < from->ndev; d++) {
+    int64_t a0 = from->coord[d * from->rank + k] * l;
+    int64_t a1 = a0 + l < g ? a0 + l : g;
+    int64_t b0 = to->coord[d * to->rank + k] * l2;
+    int64_t b1 = b0 + l2 < g ? b0 + l2 : g;
+    if (b0 < b1 && (b0 < a0 || b1 > a1))
+      return false;
+  }
+  return true;
+}
+
+int64_t tiling_reshard_cost(const Tiling *from, const Tiling *to,
+                            const Shape *global) {
+  int64_t bytes = et_bytes(global->et);
+  if (from->manual || to->manual) {
+    if (from->manual == to->manual)
+      return 0;
+    int64_t n = shape_elements(global);
+    return n < 0 ? INT64_MAX / 4 : n * bytes;
+  }
+  bool any = false;
+  int64_t n = bytes;
+  for (int k = 0; k < global->rank; k++) {
+    bool gather = !contained(from, to, k, global->dims[k]);
+    any |= gather;
+    n *= gather ? global->dims[k] : tiling_shard_dim(from, k, global->dims[k]);
+    if (n > INT64_MAX / 8)
+      return INT64_MAX / 4;
+  }
+  return any ? n : 0;
+}
+
+bool tiling_contained(const Tiling *from, const Tiling *to, int k, int64_t g) {
+  return contained(from, to, k, g);
+}
+
+int tiling_groups(const Tiling *t, const bool *vary, int64_t **groups,
+                  int *size) {
+  int64_t sz = 1, nonvary = 1;
+  for (int k = 0; k < t->rank; k++) {
+    if (vary[k])
+      sz *= t->tiles[k];
+    else
+      nonvary *= t->tiles[k];
+  }
+  *groups = NULL;
+  *size = (int)sz;
+  if (sz <= 1)
+    return 0;
+  int64_t ntiles = tiling_num_tiles(t), rep = t->ndev / ntiles;
+  int64_t ngroups = nonvary * rep;
+  int64_t *g = xcalloc((size_t)(ngroups * sz), sizeof *g);
+  int64_t *seen = xcalloc((size_t)ntiles, sizeof *seen);
+  for (int64_t d = 0; d < t->ndev; d++) {
+    int64_t rank_in_tile = seen[tiling_tile_index(t, d)]++;
+    int64_t gi = 0, pos = 0;
+    for (int k = 0; k < t->rank; k++) {
+      int64_t c = t->coord[d * t->rank + k];
+      if (vary[k])
+        pos = pos * t->tiles[k] + c;
+      else
+        gi = gi * t->tiles[k] + c;
+    }
+    g[(gi * rep + rank_in_tile) * sz + pos] = d;
+  }
+  free(seen);
+  *groups = g;
+  return (int)ngroups;
+}
