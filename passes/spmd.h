@@ -66,9 +66,15 @@ void tiling_reshape(Arena *a, const Tiling *t, const Shape *from,
                     const Shape *to, Tiling **out, Tiling **src_eff);
 /* What moving a value of shape `global` from tiling `from` to `to` costs:
  * 0 when every device's new shard lies within its old one (a slice),
- * otherwise the bytes of the shards gathered on the way. */
+ * otherwise the bytes each device receives on the way (spmd_reshard's
+ * all-to-alls and all-gathers). */
 int64_t tiling_reshard_cost(const Tiling *from, const Tiling *to,
                             const Shape *global);
+/* A dimension j that an all-to-all among the devices along dimension k of
+ * cur can tile as `to` does (cur untiled there, `to` tiled as cur is along
+ * k, the length dividing): -1 when none. */
+int tiling_a2a_dim(const Tiling *cur, const Tiling *to, int k,
+                   const Shape *global);
 /* Along dimension k (of length g), every device's shard under `to` lies
  * within its shard under `from` (ignoring padding). */
 bool tiling_contained(const Tiling *from, const Tiling *to, int k, int64_t g);
@@ -185,6 +191,10 @@ HloInstr *spmd_mask(Spmd *s, HloInstr *v, const Tiling *t, int k,
  * scalar computation fn. */
 HloInstr *spmd_all_reduce(Spmd *s, HloInstr *v, int ngroups, int size,
                           const int64_t *groups, HloComp *fn);
+/* A reduce-scatter of v along dimension dim over the groups: member m of
+ * a group keeps piece m of the sum. */
+HloInstr *spmd_reduce_scatter(Spmd *s, HloInstr *v, int dim, int ngroups,
+                              int size, const int64_t *groups, HloComp *fn);
 /* The value v of global shape `global`, tiled by from, tiled by to:
  * all-gathers along the dimensions whose shards do not nest, then one
  * dynamic-slice.  NULL with an error in s->d when it cannot be done (a

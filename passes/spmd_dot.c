@@ -123,14 +123,13 @@ static int64_t cost(Arena *a, const DotSpace *s, const HloInstr *i,
     c += tiling_reshard_cost(lhs, tl, ls);
   if (rhs)
     c += tiling_reshard_cost(rhs, tr, rs);
+  bool reduce = false;
   for (int d = 0; d < s->rank; d++)
-    if (s->contracting[d] && st->tiles[d] > 1) {
-      c += shard_bytes(to, i->shape);
-      break;
-    }
-  if (out)
-    c += tiling_reshard_cost(to, out, i->shape);
-  return c;
+    reduce |= s->contracting[d] && st->tiles[d] > 1;
+  int64_t moved = out ? tiling_reshard_cost(to, out, i->shape) : 0;
+  if (reduce)   /* a reduce-scatter when the result is then only cut */
+    c += moved == 0 && out ? shard_bytes(out, i->shape) : shard_bytes(to, i->shape);
+  return c + moved;
 }
 
 Tiling *dot_choose(Arena *a, const DotSpace *s, const HloInstr *i,

@@ -272,6 +272,46 @@ static bool iota(Part *p, HloInstr *i, Shd *T) {
   return true;
 }
 
+/* Partial sums v (tiled by `to` once summed over the groups) summed and
+ * cut into `out`'s shards at once: a reduce-scatter, when `out` tiles one
+ * more dimension than `to`, evenly, and each group's members are to hold
+ * its pieces.  NULL when not. */
+static HloInstr *reduce_scatter(Part *p, HloInstr *v, const Tiling *to,
+                                const Tiling *out, int ng, int size,
+                                const int64_t *groups, HloComp *fn,
+                                const Shape *global) {
+  if (!out || out->manual || out->rank != to->rank)
+    return NULL;
+  int j = -1;
+  for (int k = 0; k < to->rank; k++) {
+    bool same = to->tiles[k] == out->tiles[k];
+    for (int64_t d = 0; d < to->ndev && same; d++)
+      same = to->coord[d * to->rank + k] == out->coord[d * out->rank + k];
+    if (same)
+      continue;
+    if (j >= 0 || to->tiles[k] != 1 || out->tiles[k] != size ||
+        global->dims[k] % size != 0)
+      return NULL;
+    j = k;
+  }
+  if (j < 0)
+    return NULL;
+  /* each group, ordered by the piece its members keep */
+  int64_t *ord = xmalloc(sizeof *ord * (size_t)ng * (size_t)size);
+  for (int g = 0; g < ng * size; g++)
+    ord[g] = -1;
+  bool ok = true;
+  for (int g = 0; g < ng && ok; g++)
+    for (int m = 0; m < size && ok; m++) {
+      int64_t d = groups[g * size + m], c = out->coord[d * out->rank + j];
+      ok = ord[g * size + c] < 0;
+      ord[g * size + c] = d;
+    }
+  HloInstr *r = ok ? spmd_reduce_scatter(&p->s, v, j, ng, size, ord, fn) : NULL;
+  free(ord);
+  return r;
+}
+
 static bool dot(Part *p, HloInstr *i, Shd *T) {
   DotSpace sp;
   if (!dot_space(i, &sp) || !T->t)
@@ -302,8 +342,11 @@ static bool dot(Part *p, HloInstr *i, Shd *T) {
     int size;
     int ng = tiling_groups(st, vary, &groups, &size);
     ElemType et = i->shape->et;
-    v = spmd_all_reduce(&p->s, v, ng, size, groups,
-                        spmd_reducer(&p->s, et == ET_PRED ? HLO_OR : HLO_ADD, et));
+    HloComp *fn = spmd_reducer(&p->s, et == ET_PRED ? HLO_OR : HLO_ADD, et);
+    HloInstr *scat = reduce_scatter(p, v, to, T->t, ng, size, groups, fn, i->shape);
+    if (scat)
+      res = shd_array(a, T->t);
+    v = scat ? scat : spmd_all_reduce(&p->s, v, ng, size, groups, fn);
     free(groups);
   }
   set(p, i, v, res);

@@ -6,7 +6,9 @@
  *
  * A reshard all-gathers each dimension along which some device's new shard
  * is not inside its old one (the devices of a group hold the other tiles
- * of that dimension, the same tiles in the others), then cuts every
+ * of that dimension, the same tiles in the others) - or, when the new
+ * tiling cuts another dimension the way the old one cut this one, swaps
+ * the two with an all-to-all (sequence-split to feature-split) - then cuts every
  * device's new shard out of what it holds with one dynamic-slice at
  * offsets read by partition-id (padding first where the new shards reach
  * past the end).  So replicated -> tiled costs no communication, tiled ->
@@ -99,6 +101,22 @@ HloInstr *spmd_all_reduce(Spmd *s, HloInstr *v, int ngroups, int size,
   return r;
 }
 
+HloInstr *spmd_reduce_scatter(Spmd *s, HloInstr *v, int dim, int ngroups,
+                              int size, const int64_t *groups, HloComp *fn) {
+  Shape *sh = shape_clone(s->m->arena, v->shape);
+  sh->dims[dim] /= size;
+  HloInstr *r = ir_new(s->e, s->c, HLO_REDUCE_SCATTER, sh, 1, &v);
+  r->dims.n = 1;
+  r->dims.v = ARENA_ARRAY(s->m->arena, int64_t, 1);
+  r->dims.v[0] = dim;
+  r->has_dims = true;
+  r->ncalled = 1;
+  r->called = ARENA_ARRAY(s->m->arena, HloComp *, 1);
+  r->called[0] = fn;
+  collective(s, r, ngroups, size, groups);
+  return r;
+}
+
 /* All-gather along dimension k of v, tiled by t. */
 static HloInstr *all_gather(Spmd *s, HloInstr *v, const Tiling *t, int k) {
   bool vary[64] = {false};
@@ -118,6 +136,58 @@ static HloInstr *all_gather(Spmd *s, HloInstr *v, const Tiling *t, int k) {
   collective(s, g, ng, size, groups);
   free(groups);
   return g;
+}
+
+/* An all-to-all among the devices along dimension k of v (tiled by t):
+ * dimension j (untiled) is cut into as many pieces as k has tiles, piece p
+ * going to the device with tile p along k, which puts what it receives
+ * together along k (through a new dimension of the pieces, moved next to
+ * k and merged into it). */
+static HloInstr *all_to_all(Spmd *s, HloInstr *v, const Tiling *t, int k,
+                            int j) {
+  bool vary[64] = {false};
+  vary[k] = true;
+  int64_t *groups;
+  int n;
+  int ng = tiling_groups(t, vary, &groups, &n);
+  int r = v->shape->rank;
+  int64_t dims[65];
+  int q = 0;
+  for (int a = 0; a < r; a++) {
+    if (a == j) {
+      dims[q++] = n;
+      dims[q++] = v->shape->dims[j] / n;
+    } else {
+      dims[q++] = v->shape->dims[a];
+    }
+  }
+  HloInstr *x = ir_reshape(s->e, s->c, v, r + 1, dims);
+  HloInstr *a2a = ir_new(s->e, s->c, HLO_ALL_TO_ALL,
+                         shape_clone(s->m->arena, x->shape), 1, &x);
+  a2a->dims.n = 1;
+  a2a->dims.v = ARENA_ARRAY(s->m->arena, int64_t, 1);
+  a2a->dims.v[0] = j;
+  a2a->has_dims = true;
+  collective(s, a2a, ng, n, groups);
+  free(groups);
+  /* the pieces' dimension (at j) goes just before k's */
+  int64_t perm[65];
+  q = 0;
+  for (int a = 0; a <= r; a++) {
+    if (q == k)
+      perm[q++] = j;
+    if (a != j)
+      perm[q++] = a;
+  }
+  if (q == k)
+    perm[q++] = j;
+  HloInstr *tr = ir_transpose(s->e, s->c, a2a, perm);
+  for (int a = 0, b = 0; a < r; a++, b++) {
+    dims[a] = tr->shape->dims[b];
+    if (a == k)
+      dims[a] *= tr->shape->dims[++b];
+  }
+  return ir_reshape(s->e, s->c, tr, r, dims);
 }
 
 HloInstr *spmd_mask(Spmd *s, HloInstr *v, const Tiling *t, int k,
@@ -164,15 +234,27 @@ HloInstr *spmd_reshard(Spmd *s, HloInstr *v, const Tiling *from,
   for (int k = 0; k < r; k++) {
     if (tiling_contained(cur, to, k, global->dims[k]))
       continue;
-    v = all_gather(s, v, cur, k);
+    int j = tiling_a2a_dim(cur, to, k, global);
+    if (j >= 0) {
+      int64_t *col = ARENA_ARRAY(s->a, int64_t, s->ndev);
+      for (int64_t d = 0; d < s->ndev; d++)
+        col[d] = cur->coord[d * r + k];
+      v = all_to_all(s, v, cur, k, j);
+      cur = tiling_drop(s->a, cur, k);
+      cur->tiles[j] = to->tiles[j];
+      for (int64_t d = 0; d < s->ndev; d++)
+        cur->coord[d * r + j] = col[d];
+    } else {
+      v = all_gather(s, v, cur, k);
+      cur = tiling_drop(s->a, cur, k);
+    }
     if (v->shape->dims[k] != global->dims[k]) {
       SliceDim *sl = ARENA_ARRAY(ma, SliceDim, r);
-      for (int j = 0; j < r; j++)
-        sl[j] = (SliceDim){0, v->shape->dims[j], 1};
+      for (int q = 0; q < r; q++)
+        sl[q] = (SliceDim){0, v->shape->dims[q], 1};
       sl[k].limit = global->dims[k];
       v = ir_slice(s->e, s->c, v, sl);
     }
-    cur = tiling_drop(s->a, cur, k);
   }
   /* 2. cut the new shards out */
   int64_t *off = ARENA_ARRAY(s->a, int64_t, s->ndev * (r > 0 ? r : 1));

@@ -265,6 +265,22 @@ static bool contained(const Tiling *from, const Tiling *to, int k, int64_t g) {
   return true;
 }
 
+int tiling_a2a_dim(const Tiling *cur, const Tiling *to, int k,
+                   const Shape *global) {
+  int64_t n = cur->tiles[k];
+  for (int j = 0; j < cur->rank; j++) {
+    if (j == k || cur->tiles[j] != 1 || to->tiles[j] != n ||
+        global->dims[j] % n != 0)
+      continue;
+    bool same = true;
+    for (int64_t d = 0; d < cur->ndev && same; d++)
+      same = to->coord[d * to->rank + j] == cur->coord[d * cur->rank + k];
+    if (same)
+      return j;
+  }
+  return -1;
+}
+
 int64_t tiling_reshard_cost(const Tiling *from, const Tiling *to,
                             const Shape *global) {
   int64_t bytes = et_bytes(global->et);
@@ -274,16 +290,34 @@ int64_t tiling_reshard_cost(const Tiling *from, const Tiling *to,
     int64_t n = shape_elements(global);
     return n < 0 ? INT64_MAX / 4 : n * bytes;
   }
-  bool any = false;
-  int64_t n = bytes;
+  /* the steps spmd_reshard takes: all-to-alls move a shard's bytes,
+   * all-gathers bring in the whole dimension */
+  Arena *a = arena_new();
+  Tiling *cur = tiling_clone(a, from);
+  int64_t cost = 0;
   for (int k = 0; k < global->rank; k++) {
-    bool gather = !contained(from, to, k, global->dims[k]);
-    any |= gather;
-    n *= gather ? global->dims[k] : tiling_shard_dim(from, k, global->dims[k]);
-    if (n > INT64_MAX / 8)
-      return INT64_MAX / 4;
+    if (contained(cur, to, k, global->dims[k]))
+      continue;
+    int j = tiling_a2a_dim(cur, to, k, global);
+    int64_t n = bytes;
+    for (int q = 0; q < global->rank && n < INT64_MAX / 8; q++)
+      n *= j < 0 && q == k ? global->dims[q]
+                           : tiling_shard_dim(cur, q, global->dims[q]);
+    cost = cost + n > INT64_MAX / 8 ? INT64_MAX / 8 : cost + n;
+    if (j >= 0) {
+      int64_t *col = ARENA_ARRAY(a, int64_t, cur->ndev);
+      for (int64_t d = 0; d < cur->ndev; d++)
+        col[d] = cur->coord[d * cur->rank + k];
+      cur = tiling_drop(a, cur, k);
+      cur->tiles[j] = to->tiles[j];
+      for (int64_t d = 0; d < cur->ndev; d++)
+        cur->coord[d * cur->rank + j] = col[d];
+    } else {
+      cur = tiling_drop(a, cur, k);
+    }
   }
-  return any ? n : 0;
+  arena_free(a);
+  return cost;
 }
 
 bool tiling_contained(const Tiling *from, const Tiling *to, int k, int64_t g) {

@@ -29,7 +29,7 @@ trap 'rm -rf "$tmp"' EXIT
 declare -A wants=(
   [dp_train_step]="all-reduce("
   [tp_mlp]="all-reduce("
-  [seq_parallel]="all-gather("
+  [seq_parallel]="reduce-scatter("
   [shard_map]="collective-permute("
   [shard_map_gspmd]="all-reduce("
   [mesh2_mlp]="all-reduce("
