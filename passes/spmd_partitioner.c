@@ -364,6 +364,14 @@ static bool reduce_tiled(Part *p, HloInstr *i, Shd *T, bool *done) {
   if (i->nops != 2 || !cur || cur->manual || !out || out->manual ||
       i->ncalled != 1)
     return true;
+  /* Each device's partial result folds the init value in once: fine for
+   * max, min, and, or; a sum or product starts its devices from 0 or 1 and
+   * takes the init value once at the end; other reducers are not split. */
+  int op = reducer_op(i->called[0]);
+  bool idempotent = op == HLO_MAXIMUM || op == HLO_MINIMUM || op == HLO_AND ||
+                    op == HLO_OR;
+  if (!idempotent && op != HLO_ADD && op != HLO_MULTIPLY)
+    return true;
   const Shape *os = i->ops[0]->shape;
   Tiling *req = spmd_backward(a, i, 0, out, p->s.ndev);
   const Tiling *srcs[2] = {req, cur};
@@ -393,16 +401,22 @@ static bool reduce_tiled(Part *p, HloInstr *i, Shd *T, bool *done) {
   HloInstr *init = operand_t(p, i, 1, NULL);
   if (!v || !init)
     return false;
+  HloInstr *start = idempotent ? init
+                    : ir_scalar(p->s.e, p->s.c, init->shape->et,
+                                op == HLO_ADD ? 0 : 1);
   for (int k = 0; k < os->rank; k++)
     if (vary[k])
-      v = spmd_mask(&p->s, v, cand, k, os->dims[k], init);
-  HloInstr *ops[2] = {v, init};
+      v = spmd_mask(&p->s, v, cand, k, os->dims[k], start);
+  HloInstr *ops[2] = {v, start};
   HloInstr *r = clone(p, i, shard_shape(p, T, i->shape), 2, ops);
   int64_t *groups;
   int size;
   int ng = tiling_groups(cand, vary, &groups, &size);
   r = spmd_all_reduce(&p->s, r, ng, size, groups, i->called[0]);
   free(groups);
+  if (!idempotent && !ir_is_constant_value(init, op == HLO_ADD ? 0 : 1))
+    r = ir_binary(p->s.e, p->s.c, (HloOp)op,
+                  ir_broadcast(p->s.e, p->s.c, init, r->shape, 0, NULL), r);
   set(p, i, r, T);
   *done = true;
   return true;
