@@ -58,10 +58,13 @@ Tiling *tiling_project(Arena *a, const Tiling *t, int rank,
                        const int *src_dim);
 /* Number of tiled dimensions, and of tiles in all. */
 int tiling_tiled_dims(const Tiling *t);
-/* A reshape from `from` (tiled by t) to `to`: the tiling of the result
- * when each group of dimensions whose sizes multiply to the same keeps the
- * tiles of its most major dimension, where both sides divide by them
- * (*out); *src_eff is t with the dimensions that cannot be kept untiled. */
+/* A reshape from `from` (tiled by t) to `to`, group by group of
+ * dimensions whose sizes multiply alike: a group's tiles, read as one
+ * index over the group flattened (major dimensions cut into single
+ * elements, then one cut evenly), are spread the same way over the
+ * result's dimensions of the group ([8] in 4 tiles -> [2,4] in 2x2).  The
+ * result's tiling in *out; *src_eff is t with the dimensions that cannot
+ * be kept untiled. */
 void tiling_reshape(Arena *a, const Tiling *t, const Shape *from,
                     const Shape *to, Tiling **out, Tiling **src_eff);
 /* What moving a value of shape `global` from tiling `from` to `to` costs:

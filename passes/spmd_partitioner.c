@@ -130,6 +130,12 @@ static void set(Part *p, const HloInstr *i, HloInstr *v, Shd *s) {
 /* Operand k of i as a value tiled by want. */
 static HloInstr *operand(Part *p, const HloInstr *i, int k, const Shd *want) {
   const HloInstr *o = i->ops[k];
+  if (shd_any_manual(p->sh[o->id]) && !shd_any_manual(want)) {
+    fail(p, i, "it uses '%s', a value of a shard_map body, outside the body "
+         "(only SPMDShardToFullShape or xla.sdy.LocalToGlobalShape take one "
+         "out)", o->name);
+    return NULL;
+  }
   return spmd_reshard_shd(&p->s, p->local[o->id], p->sh[o->id], want,
                           p->global[o->id]);
 }
@@ -263,8 +269,9 @@ static bool iota(Part *p, HloInstr *i, Shd *T) {
     int64_t *off = ARENA_ARRAY(scratch(p), int64_t, p->s.ndev);
     for (int64_t d = 0; d < p->s.ndev; d++)
       off[d] = t->coord[d * t->rank + k] * len;
-    HloInstr *o = ir_convert(p->s.e, p->s.c, spmd_per_device(&p->s, off),
-                             i->shape->et);
+    HloInstr *o = spmd_per_device(&p->s, off);
+    if (i->shape->et != ET_S32)
+      o = ir_convert(p->s.e, p->s.c, o, i->shape->et);
     o = ir_broadcast(p->s.e, p->s.c, o, v->shape, 0, NULL);
     v = ir_binary(p->s.e, p->s.c, HLO_ADD, v, o);
   }
@@ -536,7 +543,12 @@ static bool partition(Part *p, HloInstr *i) {
   case SPMD_ROLE_SHARDING: {
     if (i->nops != 1)
       return fail(p, i, "%s", "a sharding annotation takes one operand");
-    if (shd_any_manual(T) || shd_any_manual(p->sh[i->ops[0]->id]))
+    if (shd_any_manual(T) && shd_any_manual(p->sh[i->ops[0]->id])) {
+      /* a manual value annotated manual: nothing to do */
+      set(p, i, p->local[i->ops[0]->id], p->sh[i->ops[0]->id]);
+      return true;
+    }
+    if (shd_any_manual(T))
       return manual(p, i);
     HloInstr *v = operand(p, i, 0, T);
     if (!v)
@@ -713,7 +725,11 @@ bool pass_spmd_partitioning(HloModule *m, PassContext *ctx) {
   }
   if (ok) {
     out = target(&p, old_root);
-    HloInstr *root = spmd_reshard_shd(&p.s, p.local[old_root->id],
+    if (shd_any_manual(p.sh[old_root->id]) && !shd_any_manual(out))
+      fail(&p, old_root, "%s", "the entry's result is a value of a shard_map "
+           "body (only SPMDShardToFullShape or xla.sdy.LocalToGlobalShape take "
+           "one out)");
+    HloInstr *root = ctx->diag->has_error ? NULL : spmd_reshard_shd(&p.s, p.local[old_root->id],
                                       p.sh[old_root->id], out, gresult);
     ok = root != NULL;
     if (ok) {

@@ -193,6 +193,31 @@ int tiling_tiled_dims(const Tiling *t) {
   return n;
 }
 
+/* The tiles of a group of dimensions [lo, hi) of t read as one tile index
+ * over the group flattened: a prefix of dimensions each cut into single
+ * elements, then one cut evenly (its tiles dividing its length), the rest
+ * untiled.  Returns the number of tiles (1: none) and the last dimension
+ * taken in *end; the dimensions past it that are tiled cannot be kept. */
+static int64_t group_tiles(const Tiling *t, const Shape *s, int lo, int hi,
+                           int *end) {
+  int64_t n = 1;
+  int k = lo;
+  for (; k < hi; k++) {
+    int64_t tk = t->tiles[k];
+    if (tk == s->dims[k]) {
+      n *= tk;
+      continue;
+    }
+    if (tk > 1 && s->dims[k] % tk == 0) {
+      n *= tk;
+      k++;
+    }
+    break;
+  }
+  *end = k;
+  return n;
+}
+
 void tiling_reshape(Arena *a, const Tiling *t, const Shape *from,
                     const Shape *to, Tiling **out, Tiling **src_eff) {
   Tiling *res = tiling_new(a, to->rank, t->ndev);
@@ -208,9 +233,11 @@ void tiling_reshape(Arena *a, const Tiling *t, const Shape *from,
     return;
   }
   int i = 0, j = 0;
-  while (i < from->rank && j < to->rank) {
+  while (i < from->rank || j < to->rank) {
+    /* one group: dimensions on both sides whose sizes multiply alike */
     int gi = i, gj = j;
-    int64_t pa = from->dims[i++], pb = to->dims[j++];
+    int64_t pa = i < from->rank ? from->dims[i++] : 1;
+    int64_t pb = j < to->rank ? to->dims[j++] : 1;
     while (pa != pb) {
       if (pa < pb && i < from->rank)
         pa *= from->dims[i++];
@@ -219,34 +246,46 @@ void tiling_reshape(Arena *a, const Tiling *t, const Shape *from,
       else
         break;
     }
-    /* The group's major dimensions (past any of size 1 on either side). */
-    int mi = gi, mj = gj;
-    while (mi + 1 < i && from->dims[mi] == 1)
-      mi++;
-    while (mj + 1 < j && to->dims[mj] == 1)
-      mj++;
-    int64_t n = t->tiles[mi];
-    bool keep = pa == pb && n > 1 && from->dims[mi] % n == 0 &&
-                to->dims[mj] % n == 0;
-    for (int k = gi; k < i; k++) {
-      if (k == mi && keep)
-        continue;
-      if (eff->tiles[k] > 1) {
+    int end;
+    int64_t n = pa == pb ? group_tiles(t, from, gi, i, &end) : 1;
+    if (pa != pb)
+      end = gi;
+    /* spread the n tiles over the result's dimensions the same way */
+    int64_t left = n, tiles[64];
+    int stop = gj;
+    for (int k = gj; k < j; k++)
+      tiles[k - gj] = 1;
+    for (int k = gj; k < j && left > 1; k++, stop = k) {
+      if (to->dims[k] % left == 0) {
+        tiles[k - gj] = left;
+        left = 1;
+      } else if (left % to->dims[k] == 0) {
+        tiles[k - gj] = to->dims[k];
+        left /= to->dims[k];
+      } else {
+        break;
+      }
+    }
+    bool keep = n > 1 && left == 1;
+    for (int k = gi; k < i; k++)
+      if ((!keep || k >= end) && eff->tiles[k] > 1) {
         Tiling *d = tiling_drop(a, eff, k);
         *eff = *d;
       }
+    if (!keep)
+      continue;
+    for (int64_t d = 0; d < t->ndev; d++) {
+      int64_t f = 0;
+      for (int k = gi; k < end; k++)
+        f = f * t->tiles[k] + t->coord[d * t->rank + k];
+      for (int k = stop - 1; k >= gj; k--) {
+        res->coord[d * res->rank + k] = f % tiles[k - gj];
+        f /= tiles[k - gj];
+      }
     }
-    if (keep) {
-      res->tiles[mj] = n;
-      for (int64_t d = 0; d < t->ndev; d++)
-        res->coord[d * res->rank + mj] = t->coord[d * t->rank + mi];
-    }
+    for (int k = gj; k < stop; k++)
+      res->tiles[k] = tiles[k - gj];
   }
-  for (int k = i; k < from->rank; k++)
-    if (eff->tiles[k] > 1) {
-      Tiling *d = tiling_drop(a, eff, k);
-      *eff = *d;
-    }
 }
 
 /* Every device's new shard along dimension k lies in its old one. */
