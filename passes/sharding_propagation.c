@@ -28,6 +28,11 @@
  * rounds end.  What is left is replicated (tuples: their elements').  The
  * result only has to be good, not optimal: the partitioner computes
  * correct shards from any sharding.
+ *
+ * A while loop's state keeps the sharding its initial value has: its body
+ * and condition are propagated in turn, their parameter (and the body's
+ * root) fixed to it.  A partition-id outside a shard_map is each device's
+ * own number, computed where it is written (XLA refuses it there).
  */
 #include "spmd.h"
 
@@ -121,8 +126,9 @@ static bool allowed(const bool *v, int n, int k) {
 
 static Shd *get(Prop *p, const HloInstr *i) { return p->sh[i->id]; }
 
-/* Seeds: what is given, what is manual, parameters and root by default. */
-static bool seed(Prop *p, HloComp *c) {
+/* Seeds: what is given, what is manual, parameters and root by default
+ * (a loop body's: the loop state's, `params` and `root`). */
+static bool seed(Prop *p, HloComp *c, Shd *const *params, Shd *root) {
   HloModule *m = p->m;
   for (int k = 0; k < c->ninstrs; k++) {
     HloInstr *i = c->instrs[k];
@@ -150,12 +156,14 @@ static bool seed(Prop *p, HloComp *c) {
       else
         s = shd_manual(p->a, i->shape, p->ndev);
     }
-    if (!s && i->op == HLO_PARAMETER &&
-        !allowed(m->spmd_params, m->nspmd_params, (int)i->param_number))
+    if (!s && i->op == HLO_PARAMETER && params)
+      s = params[i->param_number];
+    else if (!s && i->op == HLO_PARAMETER &&
+             !allowed(m->spmd_params, m->nspmd_params, (int)i->param_number))
       s = shd_replicated(p->a, i->shape, p->ndev);
-    if (!s && i->op == HLO_PARTITION_ID)
-      s = shd_manual(p->a, i->shape, p->ndev);
-    if (!s && i == c->root) {
+    if (!s && i == c->root && root) {
+      s = root;
+    } else if (!s && i == c->root && c == m->entry) {
       bool any = false;
       for (int j = 0; j < m->nspmd_output; j++)
         any |= m->spmd_output[j];
@@ -216,6 +224,8 @@ static bool forward(Prop *p, HloComp *c) {
       Shd *t = get(p, i->ops[0]);
       if (t && !t->t && i->tuple_index < t->n)
         s = t->el[i->tuple_index];
+    } else if (i->op == HLO_WHILE) {
+      s = get(p, i->ops[0]);      /* the loop state keeps its sharding */
     } else if (i->op == HLO_TUPLE) {
       Shd **el = ARENA_ARRAY(p->a, Shd *, i->nops > 0 ? i->nops : 1);
       bool all = true;
@@ -320,9 +330,47 @@ static void fill(Prop *p, HloComp *c) {
       Shd *t = get(p, i->ops[0]);
       if (!t->t && i->tuple_index < t->n)
         s = t->el[i->tuple_index];
+    } else if (i->op == HLO_WHILE) {
+      s = get(p, i->ops[0]);
     }
     p->sh[i->id] = s ? s : shd_replicated(p->a, i->shape, p->ndev);
   }
+}
+
+/* Propagates through computation c (the entry, or a loop's body or
+ * condition with its state's sharding on the parameter and, for a body,
+ * the root), then into the loops it runs; writes every sharding. */
+static bool propagate(Prop *p, HloComp *c, Shd *const *params, Shd *root,
+                      IrEdit *e, bool *changed) {
+  if (!seed(p, c, params, root))
+    return false;
+  for (int round = 0; round < 16; round++) {
+    bool f = forward(p, c);
+    bool b = backward(p, c, e);
+    if (!f && !b)
+      break;
+  }
+  fill(p, c);
+  for (int k = 0; k < c->ninstrs; k++) {
+    HloInstr *i = c->instrs[k];
+    if (!p->fixed[i->id] || !i->sharding) {
+      i->sharding = shd_to_sharding(p->m->arena, get(p, i));
+      *changed = true;
+    }
+  }
+  /* Loops: their bodies keep the state's sharding from one trip to the
+   * next (the partitioner computes a loop on shards as it does the rest). */
+  for (int k = 0; k < c->ninstrs; k++) {
+    HloInstr *i = c->instrs[k];
+    Shd *st = get(p, i);
+    if (i->op != HLO_WHILE || i->ncalled != 2 || shd_any_manual(st) ||
+        i->called[0]->nparams != 1 || i->called[1]->nparams != 1)
+      continue;
+    if (!propagate(p, i->called[1], &st, st, e, changed) ||
+        !propagate(p, i->called[0], &st, NULL, e, changed))
+      return false;
+  }
+  return true;
 }
 
 bool pass_sharding_propagation(HloModule *m, PassContext *ctx) {
@@ -336,31 +384,13 @@ bool pass_sharding_propagation(HloModule *m, PassContext *ctx) {
   }
   Prop p = {.a = arena_new(), .m = m, .ndev = m->num_partitions,
             .d = ctx->diag};
-  HloComp *c = m->entry;
   bool ok = (p.meshes = sdy_meshes(p.a, m, ctx->diag)) != NULL;
   p.sh = xcalloc((size_t)m->next_id + 1, sizeof *p.sh);
   p.fixed = xcalloc((size_t)m->next_id + 1, sizeof *p.fixed);
   IrEdit *e = ir_begin(m);
   bool changed = false;
-  if (ok && (ok = seed(&p, c))) {
-    for (int round = 0; round < 16; round++) {
-      bool f = forward(&p, c);
-      bool b = backward(&p, c, e);
-      if (!f && !b)
-        break;
-    }
-    fill(&p, c);
-    for (int k = 0; k < c->ninstrs; k++) {
-      HloInstr *i = c->instrs[k];
-      if (p.fixed[i->id] && i->sharding)
-        continue;
-      Shd *s = get(&p, i);
-      if (!s)
-        s = shd_replicated(p.a, i->shape, p.ndev);
-      i->sharding = shd_to_sharding(m->arena, s);
-      changed = true;
-    }
-  }
+  if (ok)
+    ok = propagate(&p, m->entry, NULL, NULL, e, &changed);
   free(p.sh);
   free(p.fixed);
   arena_free(p.a);

@@ -27,6 +27,10 @@
  *   scatter (add)        indices tiled over the batch: each device scatters
  *                        its updates into zeros, an all-reduce adds them up
  *   iota                 the local iota plus the shard's offset
+ *   while                the loop on shards: its state tiled as its initial
+ *                        value is (sharding-propagation's choice), its body
+ *                        and condition partitioned in turn, the body's
+ *                        result resharded back to the state's tiling
  *   the ops of spmd_rules.c   operands resharded as the rule says, the op
  *                        on local shapes
  *   anything else        computed whole: its operands replicated (all-
@@ -36,7 +40,8 @@
  * global program looked like for the runtime (xhlo-run takes global inputs
  * and gives global results): frontend attributes
  * xhlo.global_parameter_shapes, xhlo.global_result_shape and
- * xhlo.result_sharding.  Only the entry computation is partitioned; only
+ * xhlo.result_sharding.  The entry computation and the loops it runs are
+ * partitioned (the computations other instructions call run whole); only
  * partitions (replica_count 1) are supported.
  */
 #include "spmd.h"
@@ -534,6 +539,65 @@ static bool by_rule(Part *p, HloInstr *i, Shd *T, bool *done) {
   return true;
 }
 
+static bool partition(Part *p, HloInstr *i);
+
+/* A copy of computation c (a loop's body or condition) computed on
+ * shards: its parameter tiled by `param`, its root ending in `root` (NULL:
+ * as it comes out).  NULL after an error. */
+static HloComp *partition_comp(Part *p, HloComp *c, Shd *param, Shd *root) {
+  HloComp *saved_c = p->s.c;
+  HloInstr *saved_pid = p->s.pid;
+  HloComp *n = ir_new_comp(p->s.e, c->name);
+  p->s.c = n;
+  p->s.pid = NULL;
+  int count = c->ninstrs;
+  HloInstr **instrs = xmalloc(sizeof *instrs * (size_t)(count > 0 ? count : 1));
+  memcpy(instrs, c->instrs, sizeof *instrs * (size_t)count);
+  bool ok = c->nparams == 1;
+  if (ok) {
+    HloInstr *prm = c->params[0];
+    HloInstr *np = ir_add_param(p->s.e, n, shard_shape(p, param, prm->shape), prm->name);
+    np->metadata = prm->metadata;
+    set(p, prm, np, param);
+  }
+  for (int k = 0; ok && k < count; k++)
+    if (instrs[k]->op != HLO_PARAMETER)
+      ok = partition(p, instrs[k]);
+  HloInstr *r = NULL;
+  if (ok) {
+    r = p->local[c->root->id];
+    if (root)
+      r = spmd_reshard_shd(&p->s, r, p->sh[c->root->id], root, p->global[c->root->id]);
+    ok = r != NULL;
+  }
+  if (ok)
+    n->root = r;
+  free(instrs);
+  p->s.c = saved_c;
+  p->s.pid = saved_pid;
+  return ok ? n : NULL;
+}
+
+/* A while loop on shards: its state resharded to the loop's sharding,
+ * which its body keeps from trip to trip. */
+static bool loop(Part *p, HloInstr *i, Shd *T) {
+  if (i->nops != 1 || i->ncalled != 2 || T->t)
+    return fallback(p, i);
+  HloInstr *init = operand(p, i, 0, T);
+  if (!init)
+    return false;
+  HloComp *cond = partition_comp(p, i->called[0], T, NULL);
+  HloComp *body = cond ? partition_comp(p, i->called[1], T, T) : NULL;
+  if (!body)
+    return false;
+  HloInstr *w = clone(p, i, shard_shape(p, T, i->shape), 1, &init);
+  w->called = ARENA_ARRAY(p->s.m->arena, HloComp *, 2);
+  w->called[0] = cond;
+  w->called[1] = body;
+  set(p, i, w, T);
+  return true;
+}
+
 static bool partition(Part *p, HloInstr *i) {
   Shd *T = target(p, i);
   bool any_manual = shd_any_manual(T) && spmd_role(i) != SPMD_ROLE_FROM_MANUAL;
@@ -598,6 +662,8 @@ static bool partition(Part *p, HloInstr *i) {
   }
   case HLO_IOTA:
     return iota(p, i, T);
+  case HLO_WHILE:
+    return loop(p, i, T);
   case HLO_DOT:
   case HLO_CONVOLUTION:
     return dot(p, i, T);
@@ -702,8 +768,9 @@ bool pass_spmd_partitioning(HloModule *m, PassContext *ctx) {
   int nold = c->ninstrs;
   HloInstr **old = xmalloc(sizeof *old * (size_t)(nold > 0 ? nold : 1));
   memcpy(old, c->instrs, sizeof *old * (size_t)nold);
-  for (int k = 0; k < nold; k++)
-    p.global[old[k]->id] = old[k]->shape;
+  for (int ci = 0; ci < m->ncomps; ci++)
+    for (int k = 0; k < m->comps[ci]->ninstrs; k++)
+      p.global[m->comps[ci]->instrs[k]->id] = m->comps[ci]->instrs[k]->shape;
   Shape **gparams = ARENA_ARRAY(m->arena, Shape *, c->nparams > 0 ? c->nparams : 1);
   for (int k = 0; k < c->nparams; k++)
     gparams[k] = c->params[k]->shape;

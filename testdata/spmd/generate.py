@@ -183,6 +183,17 @@ def uneven(x, w):
     return x.max(0), x.sum(0), x.T @ w, jnp.exp(x)
 
 
+# --- a loop carrying rows split over the devices (fori_loop: a while).
+def scan_loop(x, w):
+    return jax.lax.fori_loop(0, 3, lambda i, v: jnp.tanh(v @ w), x)
+
+
+# --- attention on a 2x2 mesh: batch over "d", heads over "m".
+def attention(q, k, v):
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / 2.0
+    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+
 # --- shape ops on sharded arrays.
 def shape_ops(x, y):
     a = x.reshape(4, 2, 6).transpose(1, 0, 2)
@@ -217,6 +228,11 @@ def main():
          (bx, rep))
     case("uneven", uneven, [vals((6, 5)), vals((6, 3))], (rep, rep), rep)
     case("shape_ops", shape_ops, [vals((8, 6)), vals((8, 6))], (bx, bx))
+    case("scan_loop", scan_loop, [vals((8, 4)), vals((4, 4))], (bx, rep), bx)
+    qkv = ns(mesh2, "d", "m")
+    case("attention", attention,
+         [vals((2, 4, 8, 4)), vals((2, 4, 8, 4)), vals((2, 4, 8, 4))],
+         (qkv, qkv, qkv))
     # GSPMD's form of shard_map (Sharding, SPMDFullToShardShape, ...)
     jax.config.update("jax_use_shardy_partitioner", False)
     case("shard_map_gspmd", shard_map_gspmd, [vals((4, 8)), vals((8, 3))])
