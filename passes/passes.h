@@ -90,6 +90,9 @@ typedef struct PipelineOptions {
   FILE *time_out;                 /* NULL: stderr */
   int fix_limit;                  /* fixed-point iteration cap; 0: 25 */
   PassTarget target;              /* passed to every pass (PassContext) */
+  /* Called after every pass that changed the module (NULL: none). */
+  void (*after_pass)(void *arg, const char *pass, const HloModule *m);
+  void *after_pass_arg;
 } PipelineOptions;
 
 /* Checks the regexes and --run-passes names (the error lists the known
@@ -141,9 +144,11 @@ bool pass_reduce_window_rewriter(HloModule *m, PassContext *ctx);
 bool pass_reshape_mover(HloModule *m, PassContext *ctx);
 bool pass_rng_expander(HloModule *m, PassContext *ctx);
 bool pass_scaled_dot_rewriter(HloModule *m, PassContext *ctx);
+bool pass_sharding_propagation(HloModule *m, PassContext *ctx);
 bool pass_slice_sinker(HloModule *m, PassContext *ctx);
 bool pass_single_device_collectives(HloModule *m, PassContext *ctx);
 bool pass_sort_simplifier(HloModule *m, PassContext *ctx);
+bool pass_spmd_partitioning(HloModule *m, PassContext *ctx);
 bool pass_threefry_expander(HloModule *m, PassContext *ctx);
 bool pass_transpose_folding(HloModule *m, PassContext *ctx);
 bool pass_tuple_simplifier(HloModule *m, PassContext *ctx);

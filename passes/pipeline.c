@@ -6,14 +6,18 @@
  *
  *   pre-spmd-partitioner   elided-constant-filler (XLA's placeholder for
  *                          {...} constants), async-to-sync,
- *                          annotation-remover, single-device-collectives,
- *                          threefry-expander (what one device makes of
- *                          asynchronous pairs, sharding and offloading
- *                          markers, collectives and JAX's GPU Threefry
- *                          call), then
- *                          flatten-call-graph, call-inliner,
+ *                          threefry-expander (asynchronous pairs made
+ *                          synchronous, JAX's GPU Threefry call expanded),
+ *                          then flatten-call-graph, call-inliner,
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
+ *   spmd-partitioner       sharding-propagation, spmd-partitioning (a
+ *                          module of several partitions with shardings
+ *                          becomes every partition's program, with its
+ *                          collectives), then annotation-remover and
+ *                          single-device-collectives (what is left of
+ *                          sharding and offloading markers, and what one
+ *                          device makes of collectives)
  *   optimization           dynamic_padder (bounded dynamic shapes become
  *                          static ones with their sizes beside them), then
  *                          expanders and legalizations, and
@@ -45,8 +49,6 @@
 static const PipelineStep pre_spmd_steps[] = {
     PASS("elided-constant-filler"),
     PASS("async-to-sync"),
-    PASS("annotation-remover"),
-    PASS("single-device-collectives"),
     PASS("threefry-expander"),
     PASS("flatten-call-graph"),
     PASS("call-inliner"),
@@ -54,6 +56,17 @@ static const PipelineStep pre_spmd_steps[] = {
     PASS("conditional-canonicalizer"),
 };
 PIPELINE(pre_spmd, "pre-spmd-partitioner", false, pre_spmd_steps);
+
+/* A module of several partitions with shardings becomes the program of
+ * one partition (both passes do nothing otherwise); what is left of
+ * sharding annotations and one-device collectives goes after. */
+static const PipelineStep spmd_steps[] = {
+    PASS("sharding-propagation"),
+    PASS("spmd-partitioning"),
+    PASS("annotation-remover"),
+    PASS("single-device-collectives"),
+};
+PIPELINE(spmd, "spmd-partitioner", false, spmd_steps);
 
 static const PipelineStep simplification_steps[] = {
     PASS("zero_sized_hlo_elimination"),
@@ -133,6 +146,7 @@ PIPELINE(post_fusion, "post-fusion optimization", false, post_fusion_steps);
 
 static const Pipeline *const default_pipelines[] = {
     &pre_spmd,
+    &spmd,
     &optimization,
     &layout,
     &post_layout,

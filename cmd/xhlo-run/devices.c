@@ -10,7 +10,9 @@
  * expected outputs per device through {d} in their specs, as on the
  * interpreter; --compare runs the original HLO on the interpreter's devices
  * and compares every device's results.  Timing options are for one device
- * only.
+ * only.  Global inputs and results as on the interpreter (interp.c), by the
+ * artifact's reference HLO (for a module xhloc partitioned, the partitioned
+ * program).
  *
  * A device whose run fails abandons the others' pending meetings, so they
  * fail too.  On a GPU a device may instead be waiting in NCCL for one that
@@ -206,9 +208,15 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
       return 1;
     }
   }
-  int status = 1;
+  int status = 1, nm = 0, nb = 0;
   Diag d = {0};
   Arena *arena = arena_new();
+  HloModule **mods = NULL;
+  SpmdIo sio;
+  const SpmdIo *gio = NULL;
+  int64_t *bounds = NULL;
+  Literal ***vals = NULL;
+  SrcFile *src = NULL;
   PtrVec leaves = {0};
   Dev *devs = xcalloc((size_t)n, sizeof *devs);
   Rendezvous *w = rdv_new(n);
@@ -237,6 +245,17 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
   kpath = xmalloc(dl + strlen(a->kernel_file) + 1);
   memcpy(kpath, path, dl);
   strcpy(kpath + dl, a->kernel_file);
+  /* the reference HLO: how global inputs and results are cut */
+  src = a->original_hlo ? srcfile_from_string("original HLO", a->original_hlo,
+                                                      strlen(a->original_hlo)) : NULL;
+  ParseOptions hp = {.strip_glog_prefixes = true};
+  if (src && (nm = hlo_parse(src, &hp, &mods, &d)) > 0 && mods[0]->entry &&
+      io_spmd(arena, mods[0], &sio, &d))
+    gio = &sio;
+  if (nm < 0) nm = 0;
+  diag_clear(&d);
+  if (gio && o->random_inputs) nb = io_index_bounds(mods[0], &bounds);
+  if (!(vals = gather_device_inputs(o, &leaves, bounds, nb, gio, n, arena, path))) goto out;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path,
                            .no_tf32 = o->no_tf32, .streams = o->streams};
@@ -254,10 +273,8 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
     v->o.expected = &v->expected;
     v->o.seed = o->seed + (uint64_t)k;
     v->out = arena_new();
-    if (!(v->leaf_vals = gather_inputs(&v->o, &leaves, NULL, 0, arena, path))) {
-      fprintf(stderr, "xhlo-run: (the inputs of device %d)\n", k);
-      goto out;
-    }
+    v->leaf_vals = vals[k];
+    vals[k] = NULL;
     popts.device = k;
     if (!(v->plat = cuda ? platform_cuda_new(&popts, &d) : platform_host_new(&popts, &d)) ||
         !(v->ex = executor_new(a, v->plat, kernels ? kbytes : NULL, klen, kpath, &d))) {
@@ -300,10 +317,15 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
     goto out;
   }
   status = 0;
+  bool global = results_global(o, gio);
+  Literal ***res = xcalloc((size_t)n, sizeof *res);
+  int nres = 0;
   for (int k = 0; k < n; k++) {
-    int nres = io_literal_leaves(devs[k].result, &devs[k].res);
+    nres = io_literal_leaves(devs[k].result, &devs[k].res);
     devs[k].res = xreallocarray(devs[k].res, (size_t)nres + 1, sizeof *devs[k].res);
     devs[k].res[nres] = NULL;
+    res[k] = devs[k].res;
+    if (global) continue;
     if (!o->quiet && !o->outputs->len)
       printf("device %d (replica %lld, partition %lld):\n", k, (long long)(k / partitions),
              (long long)(k % partitions));
@@ -311,6 +333,8 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
     if (rc) fprintf(stderr, "xhlo-run: (the results of device %d)\n", k);
     if (rc) status = rc;
   }
+  if (global) status = emit_global_results(o, gio, (Literal **const *)res, nres, devs[0].out);
+  free(res);
   if (o->compare && compare_devices(o, a, devs, n, &leaves) != 0) status = 1;
 out:
   fflush(stdout);
@@ -327,6 +351,11 @@ out:
     diag_clear(&v->d);
   }
   free(devs);
+  device_inputs_free(vals, n);
+  free(bounds);
+  for (int k = 0; k < nm; k++) hlo_module_free(mods[k]);
+  free(mods);
+  if (src) srcfile_free(src);
   rdv_free(w);
   pthread_mutex_destroy(&ended.mu);
   pthread_cond_destroy(&ended.cv);

@@ -10,6 +10,13 @@
  * d (@x.{d}.npy); a spec without it is the same for every device.  Printed
  * results are preceded by a line naming the device; --random-inputs gives
  * device d the seed SEED + d.
+ *
+ * A partitioned program (every entry parameter with its sharding=, as
+ * spmd-partitioning and XLA leave them) also takes global arrays: an input
+ * without {d} that is a global array of the parameter's sharding is cut
+ * into each device's shard.  When the module records its global result
+ * (xhlo.global_result_shape, xhlo.result_sharding), the devices' results
+ * are put together and written once, as JAX returns them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +97,11 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     goto out;
   }
   int nb = o->random_inputs ? io_index_bounds(m, &bounds) : 0;
+  SpmdIo sio;
+  if (ndev > 1 && !io_spmd(arena, m, &sio, &d)) goto diag_out;
+  const SpmdIo *gio = ndev > 1 ? &sio : NULL;
+  Literal ***vals = gather_device_inputs(o, &leaves, bounds, nb, gio, ndev, arena, path);
+  if (!vals) goto out;
   io = xcalloc((size_t)ndev, sizeof *io);
   Literal ***args = xcalloc((size_t)ndev, sizeof *args);
   Arena **outs = xcalloc((size_t)ndev, sizeof *outs);
@@ -105,12 +117,8 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     v->o.outputs = &v->outputs;
     v->o.expected = &v->expected;
     v->o.seed = o->seed + (uint64_t)k;
-    v->leaf_vals = gather_inputs(&v->o, &leaves, bounds, nb, arena, path);
-    if (!v->leaf_vals) {
-      if (ndev > 1) fprintf(stderr, "xhlo-run: (the inputs of device %lld)\n", (long long)k);
-      ok = false;
-      break;
-    }
+    v->leaf_vals = vals[k];
+    vals[k] = NULL;
     /* rebuild tuple parameters from the leaves */
     v->args = io_entry_args(arena, entry, v->leaf_vals);
     v->out = arena_new();
@@ -129,12 +137,26 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   free(args);
   free(outs);
   if (!ok) {
+    device_inputs_free(vals, ndev);
     free(results);
     if (d.has_error) goto diag_out;
     goto out;
   }
+  device_inputs_free(vals, ndev);
   status = 0;
   int64_t parts = m->num_partitions > 0 ? m->num_partitions : 1;
+  if (results_global(o, gio)) {
+    int nres = 0;
+    Literal ***res = xcalloc((size_t)ndev, sizeof *res);
+    for (int64_t k = 0; k < ndev; k++) {
+      nres = io_literal_leaves(results[k], &io[k].res);
+      res[k] = io[k].res;
+    }
+    status = emit_global_results(o, gio, (Literal **const *)res, nres, io[0].out);
+    free(res);
+    free(results);
+    goto out;
+  }
   for (int64_t k = 0; k < ndev; k++) {
     int nres = io_literal_leaves(results[k], &io[k].res);
     if (ndev > 1 && !o->quiet && !o->outputs->len)

@@ -74,6 +74,26 @@ Literal **gather_inputs(const RunOpts *o, const PtrVec *leaves,
 /* Writes the result leaves (--output or printing) and checks them against
  * --expected-output; returns the exit status. */
 int emit_results(const RunOpts *o, Literal **res, int nres, Arena *a);
+/* Every device's input leaves (vals[d][k] for device d, leaf k of
+ * `leaves`; NULL for tokens) for a module of ndev devices whose global view
+ * is io (NULL: none).  A spec with {d} is each device's own; one without
+ * is every device's when it has the leaf's shape, and is cut into the
+ * devices' shards when it is a global array of the parameter's sharding.
+ * --random-inputs makes global arrays (seed) when io records the global
+ * shapes, else each device's own (seed + d).  NULL after printing the
+ * problem; free with device_inputs_free. */
+Literal ***gather_device_inputs(const RunOpts *o, const PtrVec *leaves,
+                                const int64_t *bounds, int nbounds,
+                                const SpmdIo *io, int64_t ndev, Arena *a,
+                                const char *path);
+void device_inputs_free(Literal ***vals, int64_t ndev);
+/* The results are global (io records them and no --output or
+ * --expected-output names a device with {d}). */
+bool results_global(const RunOpts *o, const SpmdIo *io);
+/* Puts every device's results (res[d], nres leaves each) together into the
+ * global ones and writes and checks those; returns the exit status. */
+int emit_global_results(const RunOpts *o, const SpmdIo *io,
+                        Literal **const *res, int nres, Arena *a);
 /* The specs of `in` for device dev of a multi-device run: every "{d}"
  * replaced by its number (heap strings; free with device_specs_free). */
 void device_specs(const StrVec *in, int64_t dev, StrVec *out);
