@@ -333,6 +333,10 @@ bool cg_emit_topk_kernel(Codegen *cg, const HloInstr *instr,
 bool cg_emit_rng_kernel(Codegen *cg, const HloInstr *instr,
                         const HloInstr *hero, const char *name,
                         LaunchDims *ld, Diag *d);
+/* rng_state_kernel.c: an rng-get-and-update-state, its counter in a
+ * global of the kernel file. */
+bool cg_emit_rng_state_kernel(Codegen *cg, const HloInstr *instr, const char *name,
+                              LaunchDims *ld, Diag *d);
 
 /* transpose_kernel.c (c5), GPU only: the hero of a fusion the tiled
  * transpose kernel takes (a transpose or layout-changing copy swapping the

@@ -11,7 +11,9 @@
  *                          asynchronous pairs, sharding and offloading
  *                          markers, collectives and JAX's GPU Threefry
  *                          call), then
- *                          flatten-call-graph, call-inliner,
+ *                          flatten-call-graph, rng-expander (here, before
+ *                          call-inliner, as XLA's CPU compiler runs it),
+ *                          call-inliner,
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
  *   optimization           expanders and legalizations, and
@@ -47,6 +49,9 @@ static const PipelineStep pre_spmd_steps[] = {
     PASS("single-device-collectives"),
     PASS("threefry-expander"),
     PASS("flatten-call-graph"),
+    /* before call-inliner, as XLA's CPU compiler runs it: the keys follow
+     * the order of the rngs in their own computations */
+    PASS("rng-expander"),
     PASS("call-inliner"),
     PASS("zero_sized_hlo_elimination"),
     PASS("conditional-canonicalizer"),
@@ -80,7 +85,6 @@ PIPELINE(simplification2, "simplification-2", true, simplification2_steps);
 static const PipelineStep optimization_steps[] = {
     PASS("scaled-dot-rewriter"),
     PASS("dot-decomposer"),
-    PASS("rng-expander"),
     PASS("comparison-expander"),
     PASS("call-inliner"),
     PASS("batchnorm_expander"),

@@ -357,6 +357,87 @@ def rng():
         print(name, "written")
 
 
+def rng_op():
+    """The rng op as XLA's CPU compiler expands it: uniform draws of every
+    type its expansion takes, one with the MHLO form's extra shape operand,
+    one in a loop body (its state advancing at every iteration) and a lone
+    rng-get-and-update-state; checksums of the bits.  XLA keys an rng with a
+    process-wide generator's next draw (lib/hlo/rng_keys.c), so this must be
+    the first module with an rng that this process compiles."""
+    m = Mod()
+    m.lines = []
+    cases = [("f32", [3, 5], "2", "5"), ("f64", [7], "-1", "1"), ("f16", [9], "0", "1"),
+             ("bf16", [2, 3], "-3", "3"), ("s32", [11], "-5", "1000"),
+             ("u32", [4], "7", "4000000000"), ("s64", [5], str(-2**40), str(2**41)),
+             ("u64", [3], "0", str(2**63 + 12345))]
+    uty = {"f32": "u32", "f64": "u64", "f16": "u16", "bf16": "u16", "s32": "u32",
+           "u32": "u32", "s64": "u64", "u64": "u64"}
+    for k, (ty, dims, lo, hi) in enumerate(cases):
+        dt = f"{ty}[{','.join(map(str, dims))}]"
+        n = int(np.prod(dims))
+        a = m.add(f"{ty}[]", f"constant({lo})")
+        b = m.add(f"{ty}[]", f"constant({hi})")
+        extra = ""
+        if k == 0:
+            extra = ", " + m.add("u64[2]", "constant({3, 5})")
+        r = m.add(dt, f"rng({a}, {b}{extra}), distribution=rng_uniform")
+        flat = m.add(f"{ty}[{n}]", f"reshape({r})")
+        if ty != uty[ty]:
+            flat = m.add(f"{uty[ty]}[{n}]", f"bitcast-convert({flat})")
+        m.checksum(flat, uty[ty], n)
+    st = m.add("u64[2]", "rng-get-and-update-state(), delta=3")
+    m.outs.append(st)
+    m.shapes.append("u64[2]")
+    zero = m.add("s32[]", "constant(0)")
+    acc = m.add("s32[4]", f"broadcast({zero}), dimensions={{}}")
+    init = m.add("(s32[], s32[4])", f"tuple({zero}, {acc})")
+    loop = m.add("(s32[], s32[4])", f"while({init}), condition=cond, body=body")
+    total = m.add("s32[4]", f"get-tuple-element({loop}), index=1")
+    m.checksum(m.add("u32[4]", f"bitcast-convert({total})"), "u32", 4)
+    loops = """cond {
+  c = (s32[], s32[4]) parameter(0)
+  i = s32[] get-tuple-element(c), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}
+
+body {
+  c = (s32[], s32[4]) parameter(0)
+  i = s32[] get-tuple-element(c), index=0
+  acc = s32[4] get-tuple-element(c), index=1
+  lo = s32[] constant(0)
+  hi = s32[] constant(100)
+  r = s32[4] rng(lo, hi), distribution=rng_uniform
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  sum = s32[4] add(acc, r)
+  ROOT t = (s32[], s32[4]) tuple(i1, sum)
+}
+"""
+    name = "rng_op"
+    if ONLY and ONLY not in name:
+        return
+    text = m.text(name).replace("\nENTRY e {", "\n" + loops + "\nENTRY e {", 1)
+    got = jax_run(text)
+    lines = ["// The rng op as XLA's CPU compiler expands it (RngExpander, keys from",
+             "// lib/hlo/rng_keys.c, each rng its own state from 0x7012395): uniform",
+             "// " + "; ".join(f"{t}{d} in [{lo}, {hi})" for t, d, lo, hi in cases) + ",",
+             "// the first with the MHLO form's extra operand; a lone",
+             "// rng-get-and-update-state; the sum of an s32[4] rng drawn in each of",
+             "// three loop iterations.  Checksums of the bits; bit-exact.",
+             "// Expected values: XLA on the CPU through JAX "
+             f"{jax.__version__} (testdata/types/generate.py), not xhloc."]
+    for sh, g in zip(m.shapes, got):
+        g = np.atleast_1d(g)
+        if sh == "u64[]":
+            lines.append(f"// EXPECT: u64={int(g[0])}")
+        else:
+            lines.append(f"// EXPECT: {len(g)}xu64=" + " ".join(str(int(v)) for v in g))
+    with open(os.path.join(HERE, name + ".hlo"), "w") as f:
+        f.write("\n".join(lines) + "\n" + text)
+    print(name, "written")
+
+
 def select_and_scatter():
     """select-and-scatter with overlapping windows, padding, strides and
     many ties (operand values (7k mod 5)), selecting
@@ -448,6 +529,7 @@ ENTRY e {
 
 
 if __name__ == "__main__":
+    rng_op()  # first: no module with an rng may be compiled before it
     reduce_precision()
     f8_converts()
     f8_arith()
