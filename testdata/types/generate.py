@@ -438,6 +438,48 @@ body {
     print(name, "written")
 
 
+def stochastic_convert():
+    """stochastic-convert of f16, f32 and f64 values (a ramp through zero
+    and past every target's range, infinities, NaN) with hashed random bits
+    to signed integers of several widths; checksums."""
+    m = Mod()
+    n = 4096
+    # XLA takes signed integer results only
+    srcs = [("f16", "u16", "0.37", ["s8", "s16", "s32"]),
+            ("f32", "u32", "91.37", ["s8", "s16", "s32", "s64"]),
+            ("f64", "u64", "1234567.89", ["s16", "s32", "s64"])]
+    for ft, rt, step, outs in srcs:
+        i = m.add(f"u32[{n}]", "iota(), iota_dimension=0")
+        i = m.add(f"u32[{n}]", f"add({i}, {m.add(f'u32[{n}]', 'broadcast(p), dimensions={}')})")
+        si = m.add(f"s32[{n}]", f"convert({i})")
+        half = m.add("s32[]", f"constant({n // 2})")
+        si = m.add(f"s32[{n}]", f"subtract({si}, {m.add(f's32[{n}]', f'broadcast({half}), dimensions={{}}')})")
+        x = m.add(f"{ft}[{n}]", f"convert({si})")
+        st = m.add(f"{ft}[]", f"constant({step})")
+        x = m.add(f"{ft}[{n}]", f"multiply({x}, {m.add(f'{ft}[{n}]', f'broadcast({st}), dimensions={{}}')})")
+        sp = m.add(f"{ft}[4]", "constant({inf, -inf, nan, -0})")
+        x = m.add(f"{ft}[{n + 4}]", f"concatenate({x}, {sp}), dimensions={{0}}")
+        h = m.add(f"u32[{n + 4}]", "iota(), iota_dimension=0")
+        kk = m.add("u32[]", "constant(2654435761)")
+        h = m.add(f"u32[{n + 4}]", f"multiply({h}, {m.add(f'u32[{n + 4}]', f'broadcast({kk}), dimensions={{}}')})")
+        r = h if rt == "u32" else m.add(f"{rt}[{n + 4}]", f"convert({h})")
+        if rt == "u64":
+            sh = m.add("u64[]", "constant(32)")
+            hi = m.add(f"u64[{n + 4}]", f"shift-left({r}, {m.add(f'u64[{n + 4}]', f'broadcast({sh}), dimensions={{}}')})")
+            r = m.add(f"u64[{n + 4}]", f"xor({r}, {hi})")
+        for ot in outs:
+            v = m.add(f"{ot}[{n + 4}]", f"stochastic-convert({x}, {r})")
+            ut = "u" + ot[1:] if ot[0] == "s" else ot
+            if ot[0] == "s":
+                v = m.add(f"{ut}[{n + 4}]", f"bitcast-convert({v})")
+            m.checksum(v, ut, n + 4)
+    write("stochastic_convert", [
+        "stochastic-convert: " + "; ".join(f"{ft} (bits {rt}) to {', '.join(o)}"
+                                           for ft, rt, _, o in srcs) + ";",
+        "values a ramp through zero past each target's range, +-inf, NaN, -0;",
+        "random bits hashed from the position; checksums; bit-exact."], m)
+
+
 def select_and_scatter():
     """select-and-scatter with overlapping windows, padding, strides and
     many ties (operand values (7k mod 5)), selecting
@@ -530,6 +572,7 @@ ENTRY e {
 
 if __name__ == "__main__":
     rng_op()  # first: no module with an rng may be compiled before it
+    stochastic_convert()
     reduce_precision()
     f8_converts()
     f8_arith()
