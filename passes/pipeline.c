@@ -23,7 +23,9 @@
  *     simplification       (fixed point) the algebraic simplifier and its
  *                          companions, cse and dce
  *     simplification-2     (fixed point) convert-mover, algsimp
- *                          then computation-deduplicator
+ *                          then tree-reduction-rewriter (XLA's CPU one:
+ *                          the host target only) and
+ *                          computation-deduplicator
  *   layout assignment      layout-assignment
  *   fusion                 priority-fusion, cse, dce
  *   post-fusion optimization  fusion-wrapper, dce, copy-insertion
@@ -93,6 +95,7 @@ static const PipelineStep optimization_steps[] = {
     PASS("reduce-window-rewriter"),
     SUB(simplification),
     SUB(simplification2),
+    PASS("tree-reduction-rewriter"),
     PASS("computation-deduplicator"),
 };
 PIPELINE(optimization, "optimization", false, optimization_steps);

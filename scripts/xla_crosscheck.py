@@ -437,7 +437,8 @@ def caveats(text):
     if re.search(r"\bcholesky\(|\"Cholesky\"", text):
         notes.append("cholesky of a random matrix that is not positive definite")
     if LOW_FLOAT_REDUCE.search(text):
-        notes.append("an f16/bf16 reduction: XLA accumulates it more precisely")
+        notes.append("an f16/bf16 reduction: XLA's CPU reduces windows of 32 first, "
+                     "XLA's evaluator and the interpreter in one pass")
     return " (%s)" % "; ".join(notes) if notes else ""
 
 

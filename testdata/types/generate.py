@@ -480,6 +480,78 @@ def stochastic_convert():
         "random bits hashed from the position; checksums; bit-exact."], m)
 
 
+def hashed(m, ty, dims):
+    """ty[dims]: exact pseudo-random values in [-8, 8) (a multiplicative
+    hash of the position and p, its top 12 bits scaled), no rounding."""
+    n = int(np.prod(dims))
+    i = m.add(f"u32[{n}]", "iota(), iota_dimension=0")
+    i = m.add(f"u32[{n}]", f"add({i}, {m.add(f'u32[{n}]', 'broadcast(p), dimensions={}')})")
+    k = m.add("u32[]", "constant(2654435761)")
+    h = m.add(f"u32[{n}]", f"multiply({i}, {m.add(f'u32[{n}]', f'broadcast({k}), dimensions={{}}')})")
+    sh = m.add("u32[]", "constant(20)")
+    h = m.add(f"u32[{n}]", f"shift-right-logical({h}, {m.add(f'u32[{n}]', f'broadcast({sh}), dimensions={{}}')})")
+    f = m.add(f"f32[{n}]", f"convert({h})")
+    sc = m.add("f32[]", "constant(0.00390625)")
+    f = m.add(f"f32[{n}]", f"multiply({f}, {m.add(f'f32[{n}]', f'broadcast({sc}), dimensions={{}}')})")
+    off = m.add("f32[]", "constant(8)")
+    f = m.add(f"f32[{n}]", f"subtract({f}, {m.add(f'f32[{n}]', f'broadcast({off}), dimensions={{}}')})")
+    if ty != "f32":
+        f = m.add(f"{ty}[{n}]", f"convert({f})")
+    return m.add(f"{ty}[{','.join(map(str, dims))}]", f"reshape({f})")
+
+
+def host_tree_reductions():
+    """Reductions XLA's CPU splits into windows of 32 (TreeReductionRewriter):
+    the host artifact computes them in the same order, bit for bit; the
+    interpreter keeps XLA's evaluator's order (one pass, in order), so these
+    are checked on the host only (testdata/types/host/)."""
+    m = Mod()
+    comps = []
+    cases = [("f16", [64, 512], [1], "add", "0"), ("f16", [3, 5000], [1], "add", "0"),
+             ("bf16", [40, 70], [0, 1], "add", "0"), ("f16", [7, 100], [1], "maximum", "-inf"),
+             ("f32", [8, 100], [1], "add", "P"), ("s32", [4, 100], [1], "add", "P"),
+             ("bf16", [6, 33, 5], [1], "multiply", "1")]
+    for k, (ty, dims, rdims, op, init) in enumerate(cases):
+        comps.append(f"r{k} {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n"
+                     f"  ROOT s = {ty}[] {op}(a, b)\n}}\n")
+        if ty == "s32":
+            x = m.add(f"s32[{','.join(map(str, dims))}]",
+                      f"convert({hashed(m, 'f32', dims)})")
+        else:
+            x = hashed(m, ty, dims)
+        if init == "P":   # an init that is not the identity, from p
+            iv = m.add(f"{ty}[]", "convert(p)")
+            three = m.add(f"{ty}[]", "constant(3)")
+            iv = m.add(f"{ty}[]", f"add({iv}, {three})")
+        else:
+            iv = m.add(f"{ty}[]", f"constant({init})")
+        odims = [d for j, d in enumerate(dims) if j not in rdims]
+        n = int(np.prod(odims)) if odims else 1
+        r = m.add(f"{ty}[{','.join(map(str, odims))}]",
+                  f"reduce({x}, {iv}), dimensions={{{','.join(map(str, rdims))}}}, to_apply=r{k}")
+        flat = m.add(f"{ty}[{n}]", f"reshape({r})")
+        uty = UINT[FBITS.get(ty, 32)]
+        m.checksum(m.add(f"{uty}[{n}]", f"bitcast-convert({flat})"), uty, n)
+    name = "tree_reductions"
+    if ONLY and ONLY not in name:
+        return
+    text = m.text(name).replace("\nENTRY e {", "\n" + "\n".join(comps) + "\nENTRY e {", 1)
+    got = jax_run(text, np.uint32(0))
+    lines = ["// Reductions XLA's CPU splits into windows of 32 (tree-reduction-rewriter):",
+             "// " + "; ".join(f"{op} {t}{d} over {r} init {i}" for t, d, r, op, i in cases) + ";",
+             "// P: p + 3, not the identity (applied once per window and once more).",
+             "// Host only: the interpreter reduces in one pass as XLA's evaluator does.",
+             "// Checksums of the bits; bit-exact.",
+             "// Expected values: XLA on the CPU through JAX "
+             f"{jax.__version__} (testdata/types/generate.py), not xhloc.",
+             "// INPUT: u32=0"]
+    lines += [f"// EXPECT: u64={int(g)}" for g in got]
+    os.makedirs(os.path.join(HERE, "host"), exist_ok=True)
+    with open(os.path.join(HERE, "host", name + ".hlo"), "w") as f:
+        f.write("\n".join(lines) + "\n" + text)
+    print(name, [int(g) for g in got])
+
+
 def select_and_scatter():
     """select-and-scatter with overlapping windows, padding, strides and
     many ties (operand values (7k mod 5)), selecting
@@ -573,6 +645,7 @@ ENTRY e {
 if __name__ == "__main__":
     rng_op()  # first: no module with an rng may be compiled before it
     stochastic_convert()
+    host_tree_reductions()
     reduce_precision()
     f8_converts()
     f8_arith()
