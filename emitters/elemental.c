@@ -671,8 +671,18 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
     return emit_selected(e, x, idx);
   case HLO_SELECT_AND_SCATTER:
     return cg_elemental_select_and_scatter(e, cg, e->d, x, idx);
-  case HLO_STOCHASTIC_CONVERT:
-    return fail(e, x, "unsupported op");
+  case HLO_STOCHASTIC_CONVERT: {
+    if (x->nops != 2)
+      return fail(e, x, "malformed");
+    LLVMValueRef v[2];
+    for (int k = 0; k < 2; k++) {
+      const Shape *os = x->ops[k]->shape;
+      v[k] = emit(e, x->ops[k], shape_is_array(os) && os->rank == 0 ? NULL : idx);
+      if (!v[k])
+        return NULL;
+    }
+    return cg_emit_stochastic_convert(cg, x, v[0], v[1], e->d);
+  }
   default:
     if (hlo_op_is_elementwise(x->op))
       return emit_elementwise(e, x, idx);

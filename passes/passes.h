@@ -151,6 +151,7 @@ bool pass_sort_simplifier(HloModule *m, PassContext *ctx);
 bool pass_spmd_partitioning(HloModule *m, PassContext *ctx);
 bool pass_threefry_expander(HloModule *m, PassContext *ctx);
 bool pass_transpose_folding(HloModule *m, PassContext *ctx);
+bool pass_tree_reduction_rewriter(HloModule *m, PassContext *ctx);
 bool pass_tuple_simplifier(HloModule *m, PassContext *ctx);
 bool pass_while_loop_constant_sinking(HloModule *m, PassContext *ctx);
 bool pass_while_loop_invariant_code_motion(HloModule *m, PassContext *ctx);

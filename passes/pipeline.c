@@ -8,7 +8,9 @@
  *                          {...} constants), async-to-sync,
  *                          threefry-expander (asynchronous pairs made
  *                          synchronous, JAX's GPU Threefry call expanded),
- *                          then flatten-call-graph, call-inliner,
+ *                          then flatten-call-graph, rng-expander (here,
+ *                          before call-inliner, as XLA's CPU compiler runs
+ *                          it), call-inliner,
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
  *   spmd-partitioner       sharding-propagation, spmd-partitioning (a
@@ -27,7 +29,9 @@
  *     simplification       (fixed point) the algebraic simplifier and its
  *                          companions, cse and dce
  *     simplification-2     (fixed point) convert-mover, algsimp
- *                          then computation-deduplicator
+ *                          then tree-reduction-rewriter (XLA's CPU one:
+ *                          the host target only) and
+ *                          computation-deduplicator
  *   layout assignment      layout-assignment
  *   fusion                 priority-fusion, cse, dce
  *   post-fusion optimization  fusion-wrapper, dce, copy-insertion
@@ -51,6 +55,9 @@ static const PipelineStep pre_spmd_steps[] = {
     PASS("async-to-sync"),
     PASS("threefry-expander"),
     PASS("flatten-call-graph"),
+    /* before call-inliner, as XLA's CPU compiler runs it: the keys follow
+     * the order of the rngs in their own computations */
+    PASS("rng-expander"),
     PASS("call-inliner"),
     PASS("zero_sized_hlo_elimination"),
     PASS("conditional-canonicalizer"),
@@ -96,7 +103,6 @@ static const PipelineStep optimization_steps[] = {
     PASS("dynamic_padder"),
     PASS("scaled-dot-rewriter"),
     PASS("dot-decomposer"),
-    PASS("rng-expander"),
     PASS("comparison-expander"),
     PASS("call-inliner"),
     PASS("batchnorm_expander"),
@@ -105,6 +111,7 @@ static const PipelineStep optimization_steps[] = {
     PASS("reduce-window-rewriter"),
     SUB(simplification),
     SUB(simplification2),
+    PASS("tree-reduction-rewriter"),
     PASS("computation-deduplicator"),
 };
 PIPELINE(optimization, "optimization", false, optimization_steps);

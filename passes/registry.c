@@ -49,6 +49,7 @@ static const Pass registry[] = {
     {"spmd-partitioning", pass_spmd_partitioning},
     {"threefry-expander", pass_threefry_expander},
     {"transpose-folding", pass_transpose_folding},
+    {"tree-reduction-rewriter", pass_tree_reduction_rewriter},
     {"tuple-simplifier", pass_tuple_simplifier},
     {"while-loop-constant-sinking", pass_while_loop_constant_sinking},
     {"while-loop-invariant-code-motion", pass_while_loop_invariant_code_motion},

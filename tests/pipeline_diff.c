@@ -20,10 +20,10 @@
  *               pipeline partitioned for several devices runs on all of them,
  *               each on its shards of the inputs, and its results are put
  *               back together: see run_partitioned)
- *   rng         the module uses `rng`: rng-expander replaces it by XLA's
- *               Philox expansion, which draws other values than the
- *               interpreter's own rng, so only the results' shapes are
- *               compared (both modules must run; values are not)
+ *   rng         the module uses `rng`, which rng-expander replaces by XLA's
+ *               Philox expansion: the interpreter's own rng draws the same
+ *               numbers (lib/eval/rng.c), so the values are compared as
+ *               for checked modules
  *   placeholder the module has constants elided as {...}: both runs use
  *               XLA's placeholder values for them (elided-constant-filler),
  *               which are no real data (integers' bits as tiny or huge
@@ -359,9 +359,9 @@ static void run_module(HloModule *orig, HloModule *opt, const SrcFile *src,
   } else {
     StrBuf why;
     sb_init(&why);
-    bool same = same_results(got, want, !rng, false, &why);
+    bool same = same_results(got, want, true, false, &why);
     /* a partitioned program adds partial sums across devices */
-    if (!same && !rng && (partitioned(opt) || reassociated(src, index, o))) {
+    if (!same && (partitioned(opt) || reassociated(src, index, o))) {
       sb_clear(&why);
       same = same_results(got, want, true, true, &why);
     }
@@ -543,8 +543,8 @@ int main(int argc, char **argv) {
     }
   }
   printf("pipeline diff: %d files: %d modules checked against the interpreter, "
-         "%d with rng (ran; result shapes compared, values not: the expanded "
-         "rng draws other numbers), %d with elided constants whose "
+         "%d with rng (values compared: the expanded rng draws the "
+         "interpreter's numbers), %d with elided constants whose "
          "placeholder values give other results (ran; result shapes "
          "compared), %d optimized but not checked "
          "(interpreter budget or unsupported op), %d skipped (front end "

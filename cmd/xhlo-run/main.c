@@ -63,7 +63,7 @@ static const char usage_text[] =
   "  --random-inputs        deterministic random inputs instead (floats in\n"
   "                         [-1,1), integers small, indices in range; for a\n"
   "                         .thunks file the ranges come from its original HLO)\n"
-  "  --seed=N               seed for --random-inputs and the rng op (default 42)\n"
+  "  --seed=N               seed for --random-inputs and GetRngSeed (default 42)\n"
   "  --output=SPEC          one per result leaf, in order: - prints XLA literal\n"
   "                         text, @file.npy or @file.bin writes a file, an\n"
   "                         empty SPEC skips it (default: print every result)\n"

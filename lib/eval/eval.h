@@ -39,7 +39,7 @@ typedef struct EvalStatus {
 typedef struct EvalOptions {
   int64_t mem_budget;             /* bytes of live values; <= 0: unlimited */
   double time_budget;             /* seconds; <= 0: unlimited */
-  uint64_t rng_seed;              /* seed of the `rng` op's generator */
+  uint64_t rng_seed;              /* what GetRngSeed gives (the rng op follows XLA's keys) */
   int64_t replica_id, partition_id; /* for replica-id / partition-id */
   /* The devices of a multi-device run meet here (eval_module_devices sets
    * it; lib/support/rendezvous.h); NULL: this device is alone, and

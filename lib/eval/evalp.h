@@ -64,7 +64,13 @@ typedef struct Eval {
   int64_t live_bytes, peak_bytes;
   double start_time;
   int depth;                      /* call nesting, bounded */
-  uint64_t rng_counter;           /* `rng` op: elements drawn so far */
+  /* rng and rng-get-and-update-state: each instruction's 128-bit counter
+   * state, as XLA's CPU runtime keeps it (rng.c); the rngs in XLA's
+   * expansion order, found on first use. */
+  struct EvRngState *rng_states;
+  int nrng_states;
+  HloInstr **rng_order;
+  int nrng_order;                 /* -1 until found */
   uint64_t ticks;                 /* for cheap periodic time checks */
   /* Bit k set while an instruction runs: operand k is at its last use and
    * nothing else holds its buffer, so the handler may write its result
@@ -264,6 +270,7 @@ EvalValue *eval_rng(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_rng_bit_generator(Eval *ev, const HloInstr *i,
                                   EvalValue *const *a);
 EvalValue *eval_rng_get_and_update_state(Eval *ev, const HloInstr *i);
+void ev_rng_free(Eval *ev);
 
 /* linalg.c */
 EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a);

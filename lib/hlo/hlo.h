@@ -690,6 +690,13 @@ Shape *hlo_infer_shape(Arena *a, const HloInstr *i, Diag *d);
  */
 bool hlo_verify(const HloModule *m, Diag *d);
 
+/* rng_keys.c: the Philox key XLA's CPU compiler (jaxlib 0.10.2) gives the
+ * k-th rng it expands in a module compiled first in its process (k from 0),
+ * and the rngs of m in the order it expands them (computations and their
+ * instructions in post order; a heap array in *out, returns the count). */
+uint64_t hlo_rng_key(int k);
+int hlo_rng_order(const HloModule *m, HloInstr ***out);
+
 /* custom_call_targets.c: custom-call targets that only annotate their
  * operand (Sharding, SPMD and Shardy markers, MoveToHost/MoveToDevice, ...):
  * on one device the result is the operand. */
