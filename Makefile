@@ -4,8 +4,9 @@
 #   make check       every test that needs no GPU (unit, golden, CLI, corpus
 #                    sweep, fuzz smoke); ends with "N passed, N failed"
 #   make check-gpu   the tests that run on an NVIDIA GPU (tests/gpu/check-*.sh);
-#                    needs only xhlo-run when build/gpu-e2e/ holds artifacts
-#                    from `make gpu-artifacts` (for GPU machines without LLVM)
+#                    needs only xhlo-run when build/gpu-e2e/ and
+#                    build/gpu-collectives/ hold artifacts from
+#                    `make gpu-artifacts` (for GPU machines without LLVM)
 #   make gpu-check-prepare  scripts/gpu-check.sh --prepare build/gpu-check: the
 #                    e2e modules and the GPU benchmark (needs jax on the CPU)
 #                    for `scripts/gpu-check.sh build/gpu-check` on a GPU machine
@@ -208,12 +209,19 @@ check: test-bins $(if $(XHLOC_SKIP_FUZZ),,fuzz-build)
 check-gpu: $(BUILD)/bin/xhlo-run $(if $(shell command -v $(LLVM_CONFIG) 2>/dev/null),$(BUILD)/bin/xhloc)
 	@XHLOC_BIN=$(BUILD)/bin tests/run-checks.sh --gpu
 
-# The e2e modules compiled for the GPU, for a GPU machine that lacks LLVM.
+# The e2e modules and the collectives cases compiled for the GPU, for a GPU
+# machine that lacks LLVM.
 gpu-artifacts: $(BUILD)/bin/xhloc
 	@mkdir -p $(BUILD)/gpu-e2e
 	@for f in testdata/e2e/*.hlo; do \
 	  $(BUILD)/bin/xhloc -o $(BUILD)/gpu-e2e/$$(basename $$f .hlo) $$f || exit 1; \
-	done; echo "wrote $(BUILD)/gpu-e2e/"
+	done
+	@mkdir -p $(BUILD)/gpu-e2e/errors
+	@$(BUILD)/bin/xhloc -o $(BUILD)/gpu-e2e/errors/softmax testdata/e2e/softmax.hlo && \
+	  python3 tests/gpu/error_cases.py $(BUILD)/gpu-e2e/errors/softmax $(BUILD)/gpu-e2e/errors && \
+	  $(BUILD)/bin/xhloc -o $(BUILD)/gpu-e2e/errors/oom tests/gpu/oom.hlo
+	@echo "wrote $(BUILD)/gpu-e2e/"
+	@XHLOC_BIN=$(BUILD)/bin tests/gpu/check-collectives-cuda.sh --prepare $(BUILD)/gpu-collectives
 
 # What scripts/gpu-check.sh runs on a GPU machine, prepared here (xhloc and
 # jax on the CPU; $XHLO_BENCH_PYTHON or build/bench-venv).

@@ -62,7 +62,7 @@ static Op *op_new(int64_t n, int ndev) {
                     .in_shape = &o->shape, .out_shape = &o->shape};
   o->in.size = o->out.size = n * 4;
   Diag d = {0};
-  if (!(o->x = coll_prepare(o->a, &o->t, &d))) die("allreduce: %s", d.msg);
+  if (!(o->x = coll_prepare(o->a, &o->t, NULL, &d))) die("allreduce: %s", d.msg);
   return o;
 }
 
@@ -205,7 +205,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < local; k++) {
       Diag d = {0};
       v[k] = (Dev){.x = x, .all = all, .dev = self + k, .iters = it, .op = op,
-                   .cx = coll_prepare(op->a, &op->t, &d)};
+                   .cx = coll_prepare(op->a, &op->t, NULL, &d)};
       if (!v[k].cx) die("allreduce: %s", d.msg);
       v[k].in = xmalloc((size_t)bytes);
       v[k].out = xmalloc((size_t)bytes);

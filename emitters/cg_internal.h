@@ -333,6 +333,10 @@ bool cg_emit_topk_kernel(Codegen *cg, const HloInstr *instr,
 bool cg_emit_rng_kernel(Codegen *cg, const HloInstr *instr,
                         const HloInstr *hero, const char *name,
                         LaunchDims *ld, Diag *d);
+/* rng_state_kernel.c: an rng-get-and-update-state, its counter in a
+ * global of the kernel file. */
+bool cg_emit_rng_state_kernel(Codegen *cg, const HloInstr *instr, const char *name,
+                              LaunchDims *ld, Diag *d);
 
 /* transpose_kernel.c (c5), GPU only: the hero of a fusion the tiled
  * transpose kernel takes (a transpose or layout-changing copy swapping the
@@ -383,6 +387,10 @@ LLVMValueRef cg_emit_convert(Codegen *cg, ElemType from, ElemType to,
  * and dst_m mantissa bits, in et's own format (fp_reduce.c). */
 LLVMValueRef cg_emit_reduce_precision(Codegen *cg, ElemType et, LLVMValueRef v,
                                       int dst_e, int dst_m);
+/* stochastic-convert of x (the float) with random bits r, as lib/eval
+ * computes it; NULL with an error for types it does not take. */
+LLVMValueRef cg_emit_stochastic_convert(Codegen *cg, const HloInstr *i, LLVMValueRef x,
+                                        LLVMValueRef r, Diag *d);
 /* A bitfloat register value (cg_et_is_bitfloat) as the f32 it encodes. */
 LLVMValueRef cg_bitfloat_to_f32(Codegen *cg, ElemType et, LLVMValueRef v);
 /* An f32 or f64 value encoded as bitfloat type et (one rounding, fp.c's

@@ -451,6 +451,8 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_topk_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_RNG_BIT_GENERATOR)
     ok = cg_emit_rng_kernel(cg, i, hero, name, ld, d);
+  else if (i->op == HLO_RNG_GET_AND_UPDATE_STATE)
+    ok = cg_emit_rng_state_kernel(cg, i, name, ld, d);
   else if (cg->is_gpu && (tiled = cg_transpose_hero(i)) != NULL)
     ok = cg_emit_transpose_kernel(cg, i, name, ld, d);
   else

@@ -649,7 +649,18 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
     return emit_reduce(e, x, 0, idx);
   case HLO_REDUCE_WINDOW:
     return cg_elemental_reduce_window(e, cg, e->d, x, 0, idx);
-  case HLO_BROADCAST: case HLO_RESHAPE: case HLO_BITCAST: case HLO_TRANSPOSE:
+  case HLO_BITCAST: {
+    /* XLA's optimized dumps bitcast between element types of one width
+     * (f32 -> s32 in total-order comparators): the bits, reinterpreted */
+    ElemType from = x->nops ? x->ops[0]->shape->et : x->shape->et, to = x->shape->et;
+    LLVMValueRef v = emit_mapped(e, x, idx);
+    if (!v || from == to)
+      return v;
+    if (et_bits(from) != et_bits(to) || from == ET_PRED || to == ET_PRED)
+      return fail(e, x, "a bitcast between element types of different widths in");
+    return LLVMBuildBitCast(cg->b, v, cg_reg_type(cg, to), "");
+  }
+  case HLO_BROADCAST: case HLO_RESHAPE: case HLO_TRANSPOSE:
   case HLO_SLICE: case HLO_REVERSE: case HLO_DYNAMIC_SLICE:
     return emit_mapped(e, x, idx);
   case HLO_GATHER:
@@ -660,8 +671,18 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
     return emit_selected(e, x, idx);
   case HLO_SELECT_AND_SCATTER:
     return cg_elemental_select_and_scatter(e, cg, e->d, x, idx);
-  case HLO_STOCHASTIC_CONVERT:
-    return fail(e, x, "unsupported op");
+  case HLO_STOCHASTIC_CONVERT: {
+    if (x->nops != 2)
+      return fail(e, x, "malformed");
+    LLVMValueRef v[2];
+    for (int k = 0; k < 2; k++) {
+      const Shape *os = x->ops[k]->shape;
+      v[k] = emit(e, x->ops[k], shape_is_array(os) && os->rank == 0 ? NULL : idx);
+      if (!v[k])
+        return NULL;
+    }
+    return cg_emit_stochastic_convert(cg, x, v[0], v[1], e->d);
+  }
   default:
     if (hlo_op_is_elementwise(x->op))
       return emit_elementwise(e, x, idx);

@@ -1,6 +1,7 @@
 /*
  * elemental_fp.c - float operations of the elemental emitter done on the
- * bits: reduce-precision (lib/support/fp_reduce.c's algorithm, in the
+ * bits: stochastic-convert (lib/eval's rounding with random bits),
+ * reduce-precision (lib/support/fp_reduce.c's algorithm, in the
  * operand's own format; bf16 NaNs quieted as lib/eval does), and decoding and encoding of the floats without an
  * LLVM type (the f8 types and f4e2m1fn, held as iN encodings; see
  * cg_et_is_bitfloat) with fp.c's semantics, which are ml_dtypes' and
@@ -15,6 +16,7 @@
  *    NaN and zero theirs (all taken from fp_from_double, so signed NaNs,
  *    unsigned fnuz zero and f8e8m0fnu's missing sign follow fp.c).
  */
+#include <math.h>
 #include <string.h>
 
 #include "cg_internal.h"
@@ -180,4 +182,57 @@ LLVMValueRef cg_bitfloat_from_double(Codegen *cg, ElemType et, LLVMValueRef x) {
   LLVMValueRef is_nan = LLVMBuildICmp(b, LLVMIntUGT, absu, ci(i64, 0x7ff0000000000000ull), "");
   r = LLVMBuildSelect(b, is_nan, nan, r, "");
   return LLVMBuildTrunc(b, r, rt, "");
+}
+
+/* stochastic-convert of float x with same-width unsigned random bits r to
+ * the integer type of i, as lib/eval computes it (XLA's elemental
+ * emitter): infinities saturate by sign, NaN is 0, values past the type's
+ * range clamp; otherwise |x| truncated, plus one when r is below the
+ * fraction scaled to r's width, the sign put back. */
+LLVMValueRef cg_emit_stochastic_convert(Codegen *cg, const HloInstr *i, LLVMValueRef x,
+                                        LLVMValueRef r, Diag *d) {
+  LLVMBuilderRef b = cg->b;
+  ElemType ft = i->ops[0]->shape->et, rt = i->ops[1]->shape->et, ot = i->shape->et;
+  if (!et_is_float(ft) || cg_et_is_bitfloat(ft) || !et_is_unsigned_int(rt) ||
+      et_bits(rt) != et_bits(ft) || !et_is_int(ot))
+    return diag_error(d, i->loc,
+                      "codegen: stochastic-convert '%s' of %s with %s bits to %s is not "
+                      "supported",
+                      i->name ? i->name : "?", et_name(ft), et_name(rt), et_name(ot)),
+           NULL;
+  int bits = et_bits(ot), rbits = et_bits(rt);
+  bool sg = et_is_signed_int(ot);
+  int64_t lo = sg ? (bits >= 64 ? INT64_MIN : -((int64_t)1 << (bits - 1))) : 0;
+  int64_t hi = sg ? (bits >= 64 ? INT64_MAX : ((int64_t)1 << (bits - 1)) - 1)
+                  : (bits >= 63 ? INT64_MAX : ((int64_t)1 << bits) - 1);
+  LLVMTypeRef f64 = LLVMDoubleTypeInContext(cg->ctx), i64 = cg_i64(cg);
+  LLVMValueRef xd = ft == ET_F64 ? x : LLVMBuildFPExt(b, x, f64, "");
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, xd, i64, ""),
+                                   ci(i64, 0), "");
+  LLVMValueRef m = cg_call_named(cg, "llvm.fabs.f64", f64, 1, &f64, &xd);
+  LLVMValueRef isinf = LLVMBuildFCmp(b, LLVMRealOEQ, m, LLVMConstReal(f64, INFINITY), "");
+  LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, xd, xd, "");
+  LLVMValueRef ge_hi = LLVMBuildFCmp(b, LLVMRealOGE, xd, LLVMConstReal(f64, (double)hi), "");
+  LLVMValueRef le_lo = LLVMBuildFCmp(b, LLVMRealOLE, xd, LLVMConstReal(f64, (double)lo), "");
+  LLVMValueRef out = LLVMBuildOr(b, LLVMBuildOr(b, isinf, isnan, ""),
+                                 LLVMBuildOr(b, ge_hi, le_lo, ""), "");
+  /* in range: |x| < 2^63, so the conversions below are defined */
+  LLVMValueRef ms = LLVMBuildSelect(b, out, LLVMConstReal(f64, 0), m, "");
+  LLVMValueRef t = LLVMBuildFPToSI(b, ms, i64, "");
+  LLVMValueRef frac = LLVMBuildFSub(b, ms, LLVMBuildSIToFP(b, t, f64, ""), "");
+  LLVMValueRef fixed = LLVMBuildFPToUI(
+      b, LLVMBuildFMul(b, frac, LLVMConstReal(f64, ldexp(1.0, rbits)), ""), i64, "");
+  LLVMValueRef up = LLVMBuildICmp(b, LLVMIntULT, LLVMBuildZExt(b, r, i64, ""), fixed, "");
+  LLVMValueRef at_hi = LLVMBuildICmp(b, LLVMIntEQ, t, ci(i64, (uint64_t)hi), "");
+  LLVMValueRef t1 = LLVMBuildSelect(
+      b, up, LLVMBuildSelect(b, at_hi, ci(i64, (uint64_t)lo), LLVMBuildAdd(b, t, ci(i64, 1), ""), ""),
+      t, "");
+  LLVMValueRef v = LLVMBuildSelect(b, neg, LLVMBuildNeg(b, t1, ""), t1, "");
+  v = LLVMBuildSelect(b, le_lo, ci(i64, (uint64_t)lo), v, "");
+  v = LLVMBuildSelect(b, ge_hi, ci(i64, (uint64_t)hi), v, "");
+  v = LLVMBuildSelect(b, isnan, ci(i64, 0), v, "");
+  v = LLVMBuildSelect(b, isinf,
+                      LLVMBuildSelect(b, neg, ci(i64, (uint64_t)lo), ci(i64, (uint64_t)hi), ""),
+                      v, "");
+  return bits == 64 ? v : LLVMBuildTrunc(b, v, cg_reg_type(cg, ot), "");
 }

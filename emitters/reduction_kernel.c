@@ -319,13 +319,35 @@ static void allow_reassoc(Codegen *cg, LLVMBasicBlockRef bb, LLVMValueRef last) 
       LLVMSetFastMathFlags(x, LLVMGetFastMathFlags(x) | LLVMFastMathAllowReassoc);
 }
 
+/* The reducer is one binary op per accumulator j on (acc_j, x_j), in either
+ * order: what reassociating (splitting the row into lanes combined at the
+ * end) can be done to.  Any other form (accumulators feeding each other)
+ * stays in order, as XLA's CPU and the interpreter compute it. */
+static bool separable_reducer(const HloComp *c, int n) {
+  const HloInstr *root = c->root;
+  for (int j = 0; j < n; j++) {
+    const HloInstr *x = root->op == HLO_TUPLE ? (j < root->nops ? root->ops[j] : NULL)
+                                              : (n == 1 ? root : NULL);
+    if (!x || x->nops != 2 || !hlo_op_is_elementwise(x->op))
+      return false;
+    const HloInstr *a = x->ops[0], *b = x->ops[1];
+    if (a->op != HLO_PARAMETER || b->op != HLO_PARAMETER)
+      return false;
+    if (!((a->param_number == j && b->param_number == n + j) ||
+          (b->param_number == j && a->param_number == n + j)))
+      return false;
+  }
+  return true;
+}
+
 /* Row reduction (the minor-most input dimension is reduced), work units of
  * whole output elements.  The reduced elements of an output are walked as
  * rows of the minor-most dimension md (outer loops over the other reduced
  * dimensions) in one loop over consecutive elements whose reducer is
- * marked reassociable (unless it works in f16, bf16 or f8): LLVM
- * vectorizes it when the reducer is one it knows (add, multiply, min, max,
- * and, or, ...) and leaves it in order otherwise. */
+ * marked reassociable (unless it works in f16, bf16 or f8, or is not
+ * separable_reducer): LLVM vectorizes it when the reducer is one it knows
+ * (add, multiply, min, max, and, or, ...) and leaves it in order
+ * otherwise. */
 static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
   Codegen *cg = r->cg;
   int64_t rm = r->in_shape->dims[md];
@@ -350,7 +372,7 @@ static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
   bool narrow = false;
   for (int j = 0; j < r->n; j++)
     narrow |= et_class(r->et[j]) == ETC_FLOAT && et_bytes(r->et[j]) < 4;
-  if (!narrow) allow_reassoc(cg, bb, last);
+  if (!narrow && separable_reducer(r->reducer, r->n)) allow_reassoc(cg, bb, last);
   cg_loop_end(cg, &lt);
   if (r->el) cg_elemental_clear_cache(r->el);
   cg_loop_end(cg, &lh);

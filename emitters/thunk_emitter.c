@@ -310,6 +310,61 @@ static bool emit_copy(Emitter *e, ThunkVec *v, const HloInstr *i) {
   return true;
 }
 
+/* custom-call SliceToDynamic(x, s0, s1, ...): its buffer is x's bytes (at
+ * the bounds, in the same layout: layout-assignment sees to it) followed by
+ * the s32 sizes, one per dimension (thunks.h), all copied into place. */
+/* i is used only as (a leaf of) the entry's result: what dynamic_padder
+ * leaves; any other use would read the buffer as a static array. */
+static bool only_an_entry_result(const HloInstr *i) {
+  const HloComp *c = i->parent;
+  if (!c || !c->is_entry || !c->root)
+    return false;
+  bool in_root = c->root == i;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const HloInstr *u = c->instrs[k];
+    for (int j = 0; j < u->nops; j++)
+      if (u->ops[j] == i) {
+        if (u != c->root || u->op != HLO_TUPLE)
+          return false;
+        in_root = true;
+      }
+  }
+  return in_root;
+}
+
+static bool emit_slice_to_dynamic(Emitter *e, ThunkVec *v, const HloInstr *i) {
+  const Shape *s = i->shape;
+  if (!only_an_entry_result(i))
+    return diag_error(e->d, i->loc, "unsupported op 'custom-call' (target "
+                      "\"SliceToDynamic\"): its dynamic value is used in the "
+                      "program (dynamic_padder left it: see its warning)");
+  if (!shape_is_array(s) || i->nops != 1 + s->rank || !shape_is_array(i->ops[0]->shape))
+    return diag_error(e->d, i->loc, "SliceToDynamic needs an array operand and "
+                      "one size per dimension");
+  Shape *bs = shape_clone(e->a->arena, s);
+  bs->dyn = NULL;
+  if (!shape_equal(i->ops[0]->shape, bs))
+    return diag_error(e->d, i->loc, "SliceToDynamic's operand is not its shape at "
+                      "its bounds, in its layout");
+  for (int k = 1; k < i->nops; k++)
+    if (!shape_is_scalar(i->ops[k]->shape) || i->ops[k]->shape->et != ET_S32)
+      return diag_error(e->d, i->loc, "SliceToDynamic's sizes must be s32 scalars");
+  BufSlice x, out;
+  if (!slice_of(e, i->ops[0], 0, &x) || !slice_of(e, i, 0, &out))
+    return false;
+  if (out.size != x.size + 4 * (int64_t)s->rank)
+    return diag_error(e->d, i->loc, "thunk emission: SliceToDynamic's buffer is "
+                      "%lld bytes, not its operand's and the sizes'", (long long)out.size);
+  push_copy(e, v, i, x, (BufSlice){out.alloc, out.offset, x.size});
+  for (int k = 0; k < s->rank; k++) {
+    BufSlice n;
+    if (!slice_of(e, i->ops[1 + k], 0, &n))
+      return false;
+    push_copy(e, v, i, n, (BufSlice){out.alloc, out.offset + x.size + 4 * k, 4});
+  }
+  return true;
+}
+
 static bool emit_while(Emitter *e, ThunkVec *v, const HloInstr *i) {
   const HloComp *cond = i->called[0], *body = i->called[1];
   if (!copy_leaves(e, v, i, i->ops[0], i))
@@ -475,7 +530,7 @@ static bool is_unsupported(HloOp op) {
   case HLO_RAGGED_ALL_TO_ALL: case HLO_COLLECTIVE_REDUCE:
   case HLO_ASYNC_START: case HLO_ASYNC_UPDATE:
   case HLO_ASYNC_DONE: case HLO_COPY_START: case HLO_COPY_DONE:
-  case HLO_DOMAIN: case HLO_RNG_GET_AND_UPDATE_STATE: case HLO_RNG:
+  case HLO_DOMAIN: case HLO_RNG:
   case HLO_SET_DIMENSION_SIZE: case HLO_GET_DIMENSION_SIZE:
   case HLO_DYNAMIC_RESHAPE: case HLO_BATCH_NORM_GRAD:
   case HLO_BATCH_NORM_INFERENCE: case HLO_BATCH_NORM_TRAINING:
@@ -634,6 +689,9 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
       strcmp(i->cc->target, "TopK") == 0)
     return emit_kernel(e, v, i);   /* topk_kernel.c */
+  if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
+      strcmp(i->cc->target, "SliceToDynamic") == 0)
+    return emit_slice_to_dynamic(e, v, i);
   if (is_unsupported(i->op)) {
     if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target)
       return diag_error(e->d, i->loc,

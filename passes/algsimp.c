@@ -25,7 +25,9 @@
  *   reduce(A) keeping every element (reduced dims of size 1) =>
  *     reducer(reshape(A), init)
  *   reduce(broadcast(A)) over exactly the broadcast's new dimensions =>
- *     reducer(A, init) for max/min/and/or; A * N + init for integer add
+ *     reducer(A, init) for max/min/and/or; A * N + init for add, of
+ *     integers and of floats too, as XLA does (the float sum is then
+ *     exact where adding N copies one by one would round)
  *   dot with contracting size 0                      =>  0
  *   dot with every contracting dimension of size 1   =>  multiply of
  *     broadcasts (an outer product)
@@ -331,7 +333,8 @@ static HloInstr *simp_reduce(Simp *s, HloInstr *i) {
     return NULL;
   bool idempotent =
       op == HLO_MAXIMUM || op == HLO_MINIMUM || op == HLO_AND || op == HLO_OR;
-  if (!idempotent && !(op == HLO_ADD && et_is_int(x->shape->et)))
+  if (!idempotent &&
+      !(op == HLO_ADD && (et_is_int(x->shape->et) || et_is_float(x->shape->et))))
     return NULL;
   HloInstr *val = x;
   if (!idempotent) {

@@ -147,7 +147,7 @@ static int *define(BufferAssignment *ba, const HloInstr *i, int kind) {
                  "has no buffer", i->name, et_name(s->et));
       return NULL;
     }
-    int64_t size = shape_byte_size(s);
+    int64_t size = shape_buffer_size(s);
     if (size < 0) {
       diag_error(ba->d, i->loc, "buffer assignment: %s is too large",
                  i->name);

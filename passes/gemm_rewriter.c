@@ -25,7 +25,8 @@
  *   add(x, broadcast(v)) with v along the result's rhs non-contracting
  *     dimensions, of the result's type                 BIAS
  *   add(x, y) with y of the result's shape             beta = 1, c = y
- *   maximum(x, broadcast(0))                           RELU
+ *   maximum(x, broadcast(0))                           RELU (GPU only:
+ *     oneDNN's relu gives 0 for NaN, maximum and XLA's CPU give NaN)
  *   x * (0.5 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x*x*x))))
  *     (jax.nn.gelu(approximate=True), factors in any order)   GELU
  * jax.nn.gelu(approximate=False) reaches the compiler as an erfc expansion
@@ -199,7 +200,10 @@ static void fuse_epilogue(IrEdit *e, HloInstr *dot, bool gpu, Fused *f) {
       f->out = u;
       continue;
     }
-    if (u->op == HLO_MAXIMUM && y && !f->act && match_scalar_constant(y, &v) && v == 0) {
+    /* not on the host: oneDNN's relu post-op turns NaN into 0, where
+     * maximum (and XLA's CPU) keeps it */
+    if (gpu && u->op == HLO_MAXIMUM && y && !f->act && match_scalar_constant(y, &v) &&
+        v == 0) {
       f->act = 1;
       f->out = u;
     }
@@ -212,7 +216,6 @@ static void fuse_epilogue(IrEdit *e, HloInstr *dot, bool gpu, Fused *f) {
       f->out = g;
     }
   }
-  (void)gpu;
 }
 
 static GemmEpilogue epilogue_of(const Fused *f) {

@@ -17,7 +17,8 @@
  * root whose layout differs from the result layout asked for (the entry's
  * from entry_computation_layout, others the default) gets a `copy`, and so
  * does an operand of while, conditional, call or a shared fusion whose
- * layout is not the default.
+ * layout is not the default, and the operand of a SliceToDynamic custom-call
+ * whose layout is not the call's (its buffer holds the operand's bytes).
  *
  * A bitcast reinterprets its operand's physical buffer, so its meaning
  * depends on both layouts.  A bitcast whose operand's or result's layout
@@ -378,6 +379,19 @@ static bool run_comp(LayoutPass *p, HloModule *m, HloComp *c) {
         ir_set_operand(p->e, i, j,
                        copy_to(p, c, o, default_shape(p->a, o->shape), 0));
     }
+  }
+  /* SliceToDynamic's buffer holds its operand's bytes: one layout */
+  for (int k = 0; k < c->ninstrs; k++) {
+    HloInstr *i = c->instrs[k];
+    if (ir_removed(i) || i->op != HLO_CUSTOM_CALL || !i->cc || !i->cc->target ||
+        strcmp(i->cc->target, "SliceToDynamic") != 0 || i->nops < 1 ||
+        !shape_is_array(i->shape))
+      continue;
+    Shape *w = shape_clone(p->a, i->shape);
+    w->dyn = NULL;
+    HloInstr *o = i->ops[0];
+    if (shape_compatible(o->shape, w) && !shape_equal(o->shape, w))
+      ir_set_operand(p->e, i, 0, copy_to(p, c, o, w, 0));
   }
   HloInstr *r = copy_to(p, c, c->root, want, 0);
   if (r != c->root) {

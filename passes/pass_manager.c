@@ -340,6 +340,8 @@ static bool run_steps(Run *r, const Pipeline *p, bool *changed) {
       if (!ok)
         prefix_error(r->d, "in pass '%s' (pipeline '%s'): ", pass->name,
                      p->name);
+      if (ok && step_changed && r->o->after_pass)
+        r->o->after_pass(r->o->after_pass_arg, pass->name, r->m);
       Timing *t = timing(r, pass->name, false);
       t->runs++;
       t->changed += step_changed;

@@ -93,6 +93,9 @@ typedef struct PipelineOptions {
   int fix_limit;                  /* fixed-point iteration cap; 0: 25 */
   PassTarget target;              /* passed to every pass (PassContext) */
   int64_t all_reduce_combine_threshold; /* PassContext's */
+  /* Called after every pass that changed the module (NULL: none). */
+  void (*after_pass)(void *arg, const char *pass, const HloModule *m);
+  void *after_pass_arg;
 } PipelineOptions;
 
 /* Checks the regexes and --run-passes names (the error lists the known
@@ -131,6 +134,7 @@ bool pass_convert_mover(HloModule *m, PassContext *ctx);
 bool pass_cse(HloModule *m, PassContext *ctx);
 bool pass_dce(HloModule *m, PassContext *ctx);
 bool pass_dot_decomposer(HloModule *m, PassContext *ctx);
+bool pass_dynamic_padder(HloModule *m, PassContext *ctx);
 bool pass_elided_constant_filler(HloModule *m, PassContext *ctx);
 bool pass_flatten_call_graph(HloModule *m, PassContext *ctx);
 bool pass_fusion_wrapper(HloModule *m, PassContext *ctx);
@@ -146,11 +150,14 @@ bool pass_reduce_window_rewriter(HloModule *m, PassContext *ctx);
 bool pass_reshape_mover(HloModule *m, PassContext *ctx);
 bool pass_rng_expander(HloModule *m, PassContext *ctx);
 bool pass_scaled_dot_rewriter(HloModule *m, PassContext *ctx);
+bool pass_sharding_propagation(HloModule *m, PassContext *ctx);
 bool pass_slice_sinker(HloModule *m, PassContext *ctx);
 bool pass_single_device_collectives(HloModule *m, PassContext *ctx);
 bool pass_sort_simplifier(HloModule *m, PassContext *ctx);
+bool pass_spmd_partitioning(HloModule *m, PassContext *ctx);
 bool pass_threefry_expander(HloModule *m, PassContext *ctx);
 bool pass_transpose_folding(HloModule *m, PassContext *ctx);
+bool pass_tree_reduction_rewriter(HloModule *m, PassContext *ctx);
 bool pass_tuple_simplifier(HloModule *m, PassContext *ctx);
 bool pass_while_loop_constant_sinking(HloModule *m, PassContext *ctx);
 bool pass_while_loop_invariant_code_motion(HloModule *m, PassContext *ctx);

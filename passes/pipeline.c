@@ -6,22 +6,32 @@
  *
  *   pre-spmd-partitioner   elided-constant-filler (XLA's placeholder for
  *                          {...} constants), async-to-sync,
- *                          annotation-remover, single-device-collectives,
- *                          threefry-expander (what one device makes of
- *                          asynchronous pairs, sharding and offloading
- *                          markers, collectives and JAX's GPU Threefry
- *                          call), then
- *                          flatten-call-graph, call-inliner,
+ *                          threefry-expander (asynchronous pairs made
+ *                          synchronous, JAX's GPU Threefry call expanded),
+ *                          then flatten-call-graph, rng-expander (here,
+ *                          before call-inliner, as XLA's CPU compiler runs
+ *                          it), call-inliner,
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
- *   optimization           expanders and legalizations, and
+ *   spmd-partitioner       sharding-propagation, spmd-partitioning (a
+ *                          module of several partitions with shardings
+ *                          becomes every partition's program, with its
+ *                          collectives), then annotation-remover and
+ *                          single-device-collectives (what is left of
+ *                          sharding and offloading markers, and what one
+ *                          device makes of collectives)
+ *   optimization           dynamic_padder (bounded dynamic shapes become
+ *                          static ones with their sizes beside them), then
+ *                          expanders and legalizations, and
  *                          reduce-window-rewriter (scans to blocked scans;
  *                          XLA runs it to a fixed point, ours finishes in
  *                          one run), then
  *     simplification       (fixed point) the algebraic simplifier and its
  *                          companions, cse and dce
  *     simplification-2     (fixed point) convert-mover, algsimp
- *                          then computation-deduplicator
+ *                          then tree-reduction-rewriter (XLA's CPU one:
+ *                          the host target only) and
+ *                          computation-deduplicator
  *   layout assignment      layout-assignment
  *   fusion                 priority-fusion, cse, dce
  *   collective-optimizations  all-reduce-combiner, async-collective-creator
@@ -48,15 +58,27 @@
 static const PipelineStep pre_spmd_steps[] = {
     PASS("elided-constant-filler"),
     PASS("async-to-sync"),
-    PASS("annotation-remover"),
-    PASS("single-device-collectives"),
     PASS("threefry-expander"),
     PASS("flatten-call-graph"),
+    /* before call-inliner, as XLA's CPU compiler runs it: the keys follow
+     * the order of the rngs in their own computations */
+    PASS("rng-expander"),
     PASS("call-inliner"),
     PASS("zero_sized_hlo_elimination"),
     PASS("conditional-canonicalizer"),
 };
 PIPELINE(pre_spmd, "pre-spmd-partitioner", false, pre_spmd_steps);
+
+/* A module of several partitions with shardings becomes the program of
+ * one partition (both passes do nothing otherwise); what is left of
+ * sharding annotations and one-device collectives goes after. */
+static const PipelineStep spmd_steps[] = {
+    PASS("sharding-propagation"),
+    PASS("spmd-partitioning"),
+    PASS("annotation-remover"),
+    PASS("single-device-collectives"),
+};
+PIPELINE(spmd, "spmd-partitioner", false, spmd_steps);
 
 static const PipelineStep simplification_steps[] = {
     PASS("zero_sized_hlo_elimination"),
@@ -83,9 +105,9 @@ static const PipelineStep simplification2_steps[] = {
 PIPELINE(simplification2, "simplification-2", true, simplification2_steps);
 
 static const PipelineStep optimization_steps[] = {
+    PASS("dynamic_padder"),
     PASS("scaled-dot-rewriter"),
     PASS("dot-decomposer"),
-    PASS("rng-expander"),
     PASS("comparison-expander"),
     PASS("call-inliner"),
     PASS("batchnorm_expander"),
@@ -94,6 +116,7 @@ static const PipelineStep optimization_steps[] = {
     PASS("reduce-window-rewriter"),
     SUB(simplification),
     SUB(simplification2),
+    PASS("tree-reduction-rewriter"),
     PASS("computation-deduplicator"),
 };
 PIPELINE(optimization, "optimization", false, optimization_steps);
@@ -146,6 +169,7 @@ PIPELINE(scheduling, "scheduling", false, scheduling_steps);
 
 static const Pipeline *const default_pipelines[] = {
     &pre_spmd,
+    &spmd,
     &optimization,
     &layout,
     &post_layout,
@@ -167,6 +191,7 @@ static const PipelineStep backend_required_steps[] = {
     PASS("annotation-remover"),
     PASS("single-device-collectives"),
     PASS("threefry-expander"),
+    PASS("dynamic_padder"),
     PASS("flatten-call-graph"),
     PASS("layout-assignment"),
     PASS("fusion-wrapper"),

@@ -1,22 +1,23 @@
 /*
  * rng_expander.c - "rng-expander" (XLA's RngExpander): every `rng` becomes a
  * call of a computation that draws its numbers with Philox
- * (rng_philox.c), keyed and counted the way XLA does:
+ * (rng_philox.c), keyed and counted the way XLA's CPU compiler does:
  *
- *   seed  = custom-call() GetRngSeed, frontend_attributes=
- *           {_xla_cse_safe_zero_operand="true"}
- *   key   = seed ^ ((op_id * 0x9E3779B97F4A7C15) >> 32)
- *           ^ replica_id (when replica_count > 1)
- *           ^ (partition_id << 32) (when num_partitions > 1)
+ *   key   = u64 constant: hlo_rng_key(k) for the k-th rng in XLA's
+ *           expansion order (lib/hlo/rng_keys.c says where it comes from)
  *   state = rng-get-and-update-state, delta = the 32-bit words drawn
  *   rng   = call(key, state, a, b), to_apply=rng
  *
- * op_id is the rng's instruction id.  One computation serves every rng
- * with the same distribution and shapes.  f16 and bf16 rngs are drawn in f32
- * (a new f32 rng on converted operands, expanded in turn) and converted
- * back.  The values change (the interpreter's own `rng` draws differently),
- * as they do in XLA.  Types XLA's expansion does not handle (pred, 8- and
- * 16-bit integers, normal integers) are an error naming the rng.
+ * This is the expander of jaxlib 0.10.2's XLA; newer XLA reads the key
+ * from a GetRngSeed custom-call (a fresh random value at every execution
+ * on the CPU), which no other implementation can reproduce.  One
+ * computation serves every rng with the same distribution and shapes.  f16
+ * and bf16 rngs are drawn in f32 (a new f32 rng on converted operands,
+ * expanded in turn) and converted back.  Operands after the first two (the
+ * shape operand of the MHLO form, which XLA's HLO parser accepts) are
+ * dropped, as XLA's import drops them.  Types XLA's expansion does not
+ * handle (pred, 8- and 16-bit integers, normal integers) are an error
+ * naming the rng.
  */
 #include "passes.h"
 
@@ -37,49 +38,6 @@ static HloInstr *u64_const(IrEdit *e, HloComp *c, uint64_t v) {
   Literal *l = literal_new(a, shape_scalar(a, ET_U64));
   literal_set_u64(l, 0, v);
   return ir_constant(e, c, l);
-}
-
-static HloInstr *seed_call(IrEdit *e, HloComp *c) {
-  Arena *a = ir_arena(e);
-  HloInstr *s = ir_new(e, c, HLO_CUSTOM_CALL, shape_scalar(a, ET_U64), 0, NULL);
-  s->cc = ARENA_NEW(a, CustomCallAttrs);
-  s->cc->target = arena_strdup(a, "GetRngSeed");
-  s->frontend_attrs = ARENA_NEW(a, KVList);
-  s->frontend_attrs->n = 1;
-  s->frontend_attrs->kv = ARENA_NEW(a, KeyValue);
-  s->frontend_attrs->kv[0].key = arena_strdup(a, "_xla_cse_safe_zero_operand");
-  s->frontend_attrs->kv[0].value = arena_strdup(a, "true");
-  return s;
-}
-
-/* The Philox key of the rng with id op_id, in c. */
-static HloInstr *philox_key(IrEdit *e, HloComp *c, int64_t op_id) {
-  HloModule *m = ir_module(e);
-  Arena *a = ir_arena(e);
-  HloInstr *seed = seed_call(e, c);
-  HloInstr *mix = ir_binary(e, c, HLO_MULTIPLY, u64_const(e, c, (uint64_t)op_id),
-                            u64_const(e, c, 0x9E3779B97F4A7C15ULL));
-  HloInstr *shift = u64_const(e, c, 32);
-  mix = ir_binary(e, c, HLO_SHIFT_RIGHT_LOGICAL, mix, shift);
-  HloInstr *mixed = ir_binary(e, c, HLO_XOR, seed, mix);
-  HloInstr *replica, *partition;
-  if (m->replica_count > 1)
-    replica = ir_convert(e, c, ir_new(e, c, HLO_REPLICA_ID,
-                                      shape_scalar(a, ET_U32), 0, NULL),
-                         ET_U64);
-  else
-    replica = u64_const(e, c, 0);
-  /* The module config's use_spmd_partitioning is not in the text: XLA's
-   * default (false) holds. */
-  if (m->num_partitions > 1)
-    partition = ir_convert(e, c, ir_new(e, c, HLO_PARTITION_ID,
-                                        shape_scalar(a, ET_U32), 0, NULL),
-                           ET_U64);
-  else
-    partition = u64_const(e, c, 0);
-  HloInstr *k = ir_binary(e, c, HLO_XOR, mixed, replica);
-  HloInstr *p = ir_binary(e, c, HLO_SHIFT_LEFT, partition, shift);
-  return ir_binary(e, c, HLO_XOR, k, p);
 }
 
 /* Moves rng's control dependencies (both ends) to v. */
@@ -134,17 +92,17 @@ static HloComp *comp_for(IrEdit *e, CacheVec *cache, const HloInstr *rng) {
   return c;
 }
 
-static bool expand(IrEdit *e, HloComp *c, HloInstr *rng, CacheVec *cache,
-                   Diag *d) {
+static bool expand(IrEdit *e, HloComp *c, HloInstr *rng, uint64_t key_value,
+                   CacheVec *cache, Diag *d) {
   Arena *a = ir_arena(e);
   const Shape *s = rng->shape;
-  if (rng->nops != 2 || !shape_is_array(s) ||
+  if (rng->nops < 2 || !shape_is_array(s) ||
       !shape_is_scalar(rng->ops[0]->shape) ||
       !shape_is_scalar(rng->ops[1]->shape) || rng->ops[0]->shape->et != s->et ||
       rng->ops[1]->shape->et != s->et)
     return diag_error(d, rng->loc,
                       "rng-expander: rng '%s' needs two scalar operands of its "
-                      "element type",
+                      "element type (and ignores any further ones)",
                       rng->name),
            false;
   if (s->et == ET_F16 || s->et == ET_BF16) {
@@ -168,7 +126,7 @@ static bool expand(IrEdit *e, HloComp *c, HloInstr *rng, CacheVec *cache,
                       rng->name, et_name(s->et),
                       rng->rng_dist == RNG_NORMAL ? "rng_normal" : "rng_uniform"),
            false;
-  HloInstr *key = philox_key(e, c, rng->id);
+  HloInstr *key = u64_const(e, c, key_value);
   int64_t two = 2;
   HloInstr *state = ir_new(e, c, HLO_RNG_GET_AND_UPDATE_STATE,
                            shape_array(a, ET_U64, 1, &two), 0, NULL);
@@ -186,23 +144,20 @@ static bool expand(IrEdit *e, HloComp *c, HloInstr *rng, CacheVec *cache,
 }
 
 bool pass_rng_expander(HloModule *m, PassContext *ctx) {
-  IrEdit *e = ir_begin(m);
-  bool changed = false, ok = true;
-  CacheVec cache = {0};
-  int ncomps = m->ncomps;
-  for (int ci = 0; ci < ncomps && ok; ci++) {
-    HloComp *c = m->comps[ci];
-    int ninstrs = c->ninstrs;
-    for (int k = 0; k < ninstrs && ok; k++) {
-      HloInstr *i = c->instrs[k];
-      if (ir_removed(i) || i->op != HLO_RNG)
-        continue;
-      ok = expand(e, c, i, &cache, ctx->diag);
-      changed |= ok;
-    }
+  HloInstr **rngs;
+  int n = hlo_rng_order(m, &rngs);
+  if (n == 0) {
+    free(rngs);
+    return false;
   }
+  IrEdit *e = ir_begin(m);
+  bool ok = true;
+  CacheVec cache = {0};
+  for (int k = 0; k < n && ok; k++)
+    ok = expand(e, rngs[k]->parent, rngs[k], hlo_rng_key(k), &cache, ctx->diag);
+  free(rngs);
   for (int j = 0; j < cache.len; j++)
     free(cache.data[j].key);
   vec_free(&cache);
-  return ir_end(e, changed && ok);
+  return ir_end(e, ok);
 }

@@ -12,8 +12,14 @@
  *                                            device nobody sends to)
  *   replica-id, partition-id              -> 0
  *
- * Only a collective whose result has its operands' shapes is rewritten (on
- * one device an all-gather or reduce-scatter cannot change a shape); the
+ *   all-gather whose result is S times    -> the operand padded with zeros
+ *   its operand along dimensions={d}         to the result (XLA's verifier
+ *                                            takes any S with one device;
+ *                                            XLA's CPU runtime writes slot
+ *                                            0 and leaves the rest unwritten)
+ *
+ * Otherwise only a collective whose result has its operands' shapes is
+ * rewritten (on one device a reduce-scatter cannot change a shape); the
  * in-place collective-permute, the -start/-done forms (async-to-sync turns
  * them into these first) and every collective of a module with several
  * replicas or partitions stay as they are, for the backend to refuse by
@@ -61,6 +67,50 @@ static HloInstr *operands_value(IrEdit *e, HloComp *c, HloInstr *i) {
   return v && shape_compatible(v->shape, i->shape) ? v : NULL;
 }
 
+/* Result leaf rs is operand shape s S times along d (S >= 1). */
+static bool slots_shape(const Shape *s, const Shape *rs, int64_t d) {
+  if (!shape_is_array(s) || !shape_is_array(rs) || shape_is_dynamic(s) ||
+      shape_is_dynamic(rs) || rs->et != s->et || rs->rank != s->rank ||
+      d < 0 || d >= s->rank || s->dims[d] <= 0 || rs->dims[d] % s->dims[d])
+    return false;
+  for (int k = 0; k < s->rank; k++)
+    if (k != d && rs->dims[k] != s->dims[k])
+      return false;
+  return true;
+}
+
+/* all-gather of a device alone: x padded with zeros along d to rs. */
+static HloInstr *gather_slots(IrEdit *e, HloComp *c, HloInstr *x,
+                              const Shape *rs, int64_t d) {
+  const Shape *s = x->shape;
+  if (rs->dims[d] == s->dims[d])
+    return x;
+  Arena *a = ir_arena(e);
+  PadDim *pd = ARENA_ARRAY(a, PadDim, s->rank);
+  pd[d].hi = rs->dims[d] - s->dims[d];
+  HloInstr *ops[2] = {x, ir_scalar(e, c, s->et, 0)};
+  HloInstr *p = ir_new(e, c, HLO_PAD, shape_array(a, s->et, rs->rank, rs->dims),
+                       2, ops);
+  p->padding = pd;
+  return p;
+}
+
+/* The all-gather's result on one device as padded operands (a tuple of
+ * them when several); NULL when its shapes are not of that form. */
+static HloInstr *gather_value(IrEdit *e, HloComp *c, HloInstr *i) {
+  const Shape *rs = i->shape;
+  bool tuple = rs->et == ET_TUPLE;
+  if (i->dims.n != 1 || (tuple && rs->ntuple != i->nops) || (!tuple && i->nops != 1))
+    return NULL;
+  for (int k = 0; k < i->nops; k++)
+    if (!slots_shape(i->ops[k]->shape, tuple ? rs->tuple[k] : rs, i->dims.v[0]))
+      return NULL;
+  HloInstr **el = ARENA_ARRAY(ir_arena(e), HloInstr *, i->nops);
+  for (int k = 0; k < i->nops; k++)
+    el[k] = gather_slots(e, c, i->ops[k], tuple ? rs->tuple[k] : rs, i->dims.v[0]);
+  return tuple ? ir_tuple(e, c, i->nops, el) : el[0];
+}
+
 static HloInstr *zeros_like(IrEdit *e, HloComp *c, HloInstr *v) {
   if (v->shape->et != ET_TUPLE)
     return ir_scalar_like(e, c, v->shape, 0);
@@ -91,6 +141,8 @@ bool pass_single_device_collectives(HloModule *m, PassContext *ctx) {
             i->ops[2]->shape->et == ET_TUPLE)
           continue; /* in place */
         v = operands_value(e, c, i);
+        if (!v && i->op == HLO_ALL_GATHER)
+          v = gather_value(e, c, i);
         if (v && i->op == HLO_COLLECTIVE_PERMUTE && !permutes_to_self(i)) {
           HloInstr *z = zeros_like(e, c, v);
           if (v->op == HLO_TUPLE && v != i->ops[0])

@@ -2,8 +2,12 @@
 # gpu-check.sh - the one command a session with the GPU machine runs there:
 # builds xhlo-run, runs the end-to-end modules on the GPU against the
 # reference interpreter (tests/gpu/check-e2e-cuda.sh, what `make check-gpu`
-# runs), a short subset of them under compute-sanitizer when the toolkit has
-# it, then the benchmark of JAX programs (bench/xla-compare/gpu_bench.py:
+# runs), the GPU's failures (tests/gpu/check-errors-cuda.sh: JIT refusals,
+# out of memory, a kernel fault), the collectives cases that fit the
+# machine's GPUs through NCCL against XLA's results
+# (tests/gpu/check-collectives-cuda.sh; it lists those that need more GPUs),
+# a short subset of the e2e modules under compute-sanitizer when the toolkit
+# has it, then the benchmark of JAX programs (bench/xla-compare/gpu_bench.py:
 # xhloc against XLA:GPU, TFLOP/s and GB/s against the GPU's peaks).
 #
 # The GPU machine has no LLVM, so xhloc cannot run there.  Prepare on a
@@ -12,7 +16,9 @@
 #   scripts/gpu-check.sh --prepare DIR [--only=REGEX]
 #
 # writes DIR/e2e (every testdata/e2e module compiled for the GPU, with its
-# HLO) and DIR/bench (the benchmark programs' HLO from JAX, their xhloc
+# HLO, and the error cases in DIR/e2e/errors), DIR/collectives (every
+# testdata/collectives case compiled for the GPU; their inputs and XLA's
+# outputs stay in the repository) and DIR/bench (the benchmark programs' HLO from JAX, their xhloc
 # artifacts, inputs and CPU reference outputs, manifest.json).  Python with
 # jax comes from $XHLO_BENCH_PYTHON, else build/bench-venv (made by
 # bench/xla-compare/run.sh), else python3.  Then, with the repository and
@@ -64,7 +70,7 @@ fi
 # ---- on the LLVM machine ------------------------------------------------------
 if [ "$prepare" = 1 ]; then
   make -s -j2 build/bin/xhloc || { echo "gpu-check: FAIL: cannot build xhloc"; exit 1; }
-  mkdir -p "$dir/e2e" "$dir/bench"
+  mkdir -p "$dir/e2e/errors" "$dir/bench"
   n=0 bad=0
   for f in testdata/e2e/*.hlo; do
     name=$(basename "$f" .hlo)
@@ -77,6 +83,16 @@ if [ "$prepare" = 1 ]; then
     fi
   done
   echo "gpu-check: $n e2e modules compiled into $dir/e2e"
+  # the error cases of tests/gpu/check-errors-cuda.sh
+  if build/bin/xhloc -o "$dir/e2e/errors/softmax" testdata/e2e/softmax.hlo >/dev/null 2>&1 &&
+    python3 tests/gpu/error_cases.py "$dir/e2e/errors/softmax" "$dir/e2e/errors" &&
+    build/bin/xhloc -o "$dir/e2e/errors/oom" tests/gpu/oom.hlo >/dev/null 2>&1; then
+    echo "gpu-check: the GPU error cases written into $dir/e2e/errors"
+  else
+    echo "gpu-check: FAIL: cannot make the GPU error cases in $dir/e2e/errors"
+    bad=$((bad + 1))
+  fi
+  tests/gpu/check-collectives-cuda.sh --prepare "$dir/collectives" || bad=$((bad + 1))
   if ! "$py" -c 'import jax, numpy, ml_dtypes' 2>/dev/null; then
     echo "gpu-check: FAIL: $py has no jax, numpy and ml_dtypes: the benchmark is not prepared" \
       "(set XHLO_BENCH_PYTHON, or run bench/xla-compare/run.sh once to make build/bench-venv)"
@@ -137,6 +153,30 @@ if XHLOC_BIN=$tmp XHLOC_GPU_ARTIFACTS=$dir/e2e XHLOC_E2E_DIR=$dir/e2e \
 else
   cat "$tmp/e2e"
   fail "e2e modules on the GPU: $(tail -n 1 "$tmp/e2e")"
+fi
+
+# 1b. the GPU's failures (JIT refusals, out of memory, a kernel fault): clear
+# messages and exit 1, no crash or hang
+if [ -n "$mock" ]; then
+  skip "GPU error paths: need a real GPU (the mock driver runs no PTX)"
+elif XHLOC_BIN=$tmp XHLOC_GPU_ARTIFACTS=$dir/e2e timeout 600 tests/gpu/check-errors-cuda.sh \
+  >"$tmp/errs" 2>&1; then
+  pass "$(tail -n 1 "$tmp/errs")"
+else
+  cat "$tmp/errs"
+  fail "GPU error paths: $(tail -n 1 "$tmp/errs")"
+fi
+
+# 1c. the collectives cases that fit the GPUs, through NCCL
+if [ ! -d "$dir/collectives" ]; then
+  skip "collectives: $dir/collectives is missing (prepare again: scripts/gpu-check.sh --prepare)"
+elif XHLOC_BIN=$tmp XHLOC_GPU_COLLECTIVES=$dir/collectives \
+  timeout 300 tests/gpu/check-collectives-cuda.sh >"$tmp/coll" 2>&1; then
+  grep -A 8 "not run:" "$tmp/coll" | grep -v "passed, .* failed" || true
+  pass "$(tail -n 1 "$tmp/coll")"
+else
+  cat "$tmp/coll"
+  fail "collectives on the GPUs through NCCL: $(tail -n 1 "$tmp/coll")"
 fi
 
 # 2. a short subset under compute-sanitizer (memcheck), when the toolkit has it

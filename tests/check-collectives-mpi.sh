@@ -7,8 +7,9 @@
 # on the interpreter and compiled for the host (and again with the whole
 # pipeline forced where that makes asynchronous collectives, exchanged on a
 # background thread), and every device must match XLA's results, as in
-# check-collectives.sh with threads.  Then what must
-# fail does, with its message and never a hang: devices that run different
+# check-collectives.sh with threads.  A partitioned program takes global
+# inputs and gives its global results once (gathered by the first
+# process).  Then what must fail does, with its message and never a hang: devices that run different
 # collectives, a job of another size than the module's devices, a missing
 # libmpi.
 #
@@ -100,6 +101,8 @@ for case in "$dir"/*/; do
     continue
   fi
   grep -q "async=[0-9]" "$tmp/$name.forced.thunks" || continue
+  ndev=$(ls "$case" | grep -c '^in0\.[0-9]*\.npy$')
+  [ "$ndev" -gt 0 ] || ndev=$(ls "$case" | grep -c '^out0\.[0-9]*\.npy$')
   args=()
   k=0
   while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
@@ -108,10 +111,10 @@ for case in "$dir"/*/; do
     args+=("--expected-output=@$case/out$k.{d}.npy")
     k=$((k + 1))
   done
-  out=$(timeout 120 "${mpi[@]}" -np 4 "$run" "$tmp/$name.forced.thunks" "${args[@]}" \
+  out=$(timeout 120 "${mpi[@]}" -np "$ndev" "$run" "$tmp/$name.forced.thunks" "${args[@]}" \
         --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
   rc=$?
-  if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else fail "$case, forced passes, mpirun -np 4 (exit $rc)" "$out"; fi
+  if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); else fail "$case, forced passes, mpirun -np $ndev (exit $rc)" "$out"; fi
 done
 
 # --compare under MPI: the interpreter runs this process's device, its
@@ -123,6 +126,32 @@ if [ $? -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c 'output 0: ok$')" -eq 4 ]
   passed=$((passed + 1))
 else
   fail "--compare under mpirun" "$out"
+fi
+
+# A partitioned program's global inputs and results: each process cuts its
+# own device's shards, the first gathers the devices' results and checks the
+# global ones (xhloc's partitions of testdata/spmd/gather_embed, whose
+# result is cut in 4 along its rows; on the interpreter and compiled for
+# the host).
+spmd=testdata/spmd/gather_embed
+gargs=()
+k=0
+while [ -f "$spmd/in$k.npy" ]; do gargs+=("--input=@$spmd/in$k.npy"); k=$((k + 1)); done
+gargs+=("--expected-output=@$spmd/out0.npy")
+if "$xhloc" --stage=hlo "$spmd/global.hlo" -o "$tmp/spmd.hlo" >/dev/null 2>&1 &&
+   "$xhloc" --target=host "$spmd/global.hlo" -o "$tmp/spmd" >/dev/null 2>&1; then
+  for art in "$tmp/spmd.hlo" "$tmp/spmd.thunks"; do
+    out=$(timeout 120 "${mpi[@]}" -np 4 "$run" "$art" "${gargs[@]}" --atol=1e-4 --rtol=1e-4 2>&1)
+    rc=$?
+    # one process writes the global result, once
+    if [ "$rc" -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^f32\[8,8\]')" -eq 1 ]; then
+      passed=$((passed + 1))
+    else
+      fail "global results of $art under mpirun -np 4 (exit $rc)" "$out"
+    fi
+  done
+else
+  fail "xhloc on $spmd/global.hlo" ""
 fi
 
 expect_fail() { # what, message, command...

@@ -160,6 +160,25 @@ else
   printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
 fi
 
+# A device alone in its group gathers into a larger result: its operand,
+# then zeros (testdata/eval checks the interpreter), compiled too.
+alone=testdata/eval/hand_all_gather_alone_replicas.hlo
+if "$xhloc" --target=host "$alone" -o "$tmp/alone" >/dev/null 2>&1; then
+  out=$(timeout 60 "$run" "$tmp/alone.thunks" --input="2x2xf32=1 2 3 4" \
+        --expected-output="4x2xf32=1 2 3 4 0 0 0 0" --quiet 2>&1)
+  rc=$?
+else
+  out="xhloc failed"
+  rc=99
+fi
+if [ "$rc" -eq 0 ]; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+  echo "FAIL: the compiled $alone (exit $rc):"
+  printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
+fi
+
 # Printed results name their device; a spec without {d} is every device's.
 case=$dir/cr_all_reduce_groups
 out=$("$run" "$case/module.hlo" --input="@$case/in0.0.npy" 2>&1)

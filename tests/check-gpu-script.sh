@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # check-gpu-script.sh - scripts/gpu-check.sh and xhlo-run's GPU error
 # messages without a GPU, on the mock libcuda.so.1 built here from
-# tests/mocks/cuda.c (its kernel add4 adds two f32[4]).
+# tests/mocks/cuda.c (its kernel add4 adds two f32[4]) and the mock
+# libnccl.so.2 (tests/mocks/nccl.c).
 #
 # A prepared directory is made by hand (what `gpu-check.sh --prepare` writes
 # where xhloc and JAX run): e2e/ with one module, make_test_artifact's add
 # for sm_90, and bench/ with the same artifact as a benchmark program, its
-# inputs and reference output (.npy written by xhlo-run) and manifest.json.
+# inputs and reference output (.npy written by xhlo-run) and manifest.json,
+# and collectives/ with two cases of testdata/collectives (one_psum,
+# pmap_psum), compiled by xhloc (XHLOC_COLLECTIVES_TESTDATA names a copy of
+# just those).
 # Checked:
-#   - on the mock: the e2e step passes, a missing compute-sanitizer and
+#   - on the mock: the e2e step passes, the collectives step runs the case
+#     of one GPU through the mock NCCL and lists the one of four GPUs (an
+#     NCCL failure fails it), a missing compute-sanitizer and
 #     XLA are reported as skipped, the table is printed with the H100 SXM
 #     peaks used, exit 0; a wrong reference fails the benchmark (exit 1); a
 #     faulting kernel fails the e2e step; no manifest is a skip;
@@ -100,7 +106,23 @@ cat >"$prep/bench/manifest.json" <<'EOF'
   "atol": 0.001, "flops": 4e9, "bytes": 48}]}
 EOF
 
+# collectives: two cases (one GPU's, four GPUs') on one mock GPU with the
+# mock NCCL
+if ${CC:-cc} -std=gnu11 -O1 -shared -fPIC -w -o "$mock/libnccl.so.2" tests/mocks/nccl.c -lm \
+     -lpthread; then ok; else bad "cannot build the mock libnccl.so.2"; fi
+export XHLOC_COLLECTIVES_TESTDATA=$tmp/coll MOCK_CUDA_DEVICES=1
+mkdir -p "$XHLOC_COLLECTIVES_TESTDATA"
+cp -r testdata/collectives/one_psum testdata/collectives/pmap_psum "$XHLOC_COLLECTIVES_TESTDATA/"
+if [ -x "$bin/xhloc" ] && XHLOC_BIN=$bin tests/gpu/check-collectives-cuda.sh --prepare \
+     "$prep/collectives" >/dev/null; then ok; else bad "check-collectives-cuda.sh --prepare"; fi
+
 gc=(scripts/gpu-check.sh "$prep" "--xhlo-run=$run" "--mock=$mock" --quick)
+expect "gpu-check: collectives on one mock GPU" 0 \
+  "PASS: check-collectives-cuda: 2 passed, 0 failed" "4 devices: pmap_psum" \
+  -- "${gc[@]}" --no-bench
+expect "gpu-check: an NCCL failure fails the collectives step" 1 \
+  "FAIL: collectives on the GPUs through NCCL" "NCCL: ncclAllReduce failed" \
+  -- env MOCK_NCCL_FAIL=ncclAllReduce:2 "${gc[@]}" --no-bench
 export XHLO_BENCH_PYTHON=${XHLO_BENCH_PYTHON:-python3}
 if command -v "$XHLO_BENCH_PYTHON" >/dev/null 2>&1; then
   expect "gpu-check on the mock" 0 "PASS: check-e2e-cuda: 1 passed, 0 failed" \

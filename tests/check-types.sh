@@ -9,7 +9,9 @@
 #     compared with the interpreter (--compare);
 # and its PTX (xhloc for sm_90) must pass ptxas -arch=sm_90.
 # Header lines: // INPUT: SPEC and // EXPECT: SPEC, as in check-eval.sh.
-# Then the scaled-dot goldens of testdata/eval, compiled for the host.
+# Then testdata/types/host/*.hlo, XLA's numbers that only the host artifact
+# gives (the interpreter keeps XLA's evaluator's order), and the scaled-dot
+# goldens of testdata/eval, compiled for the host.
 #
 # Run from the repository root; XHLOC_BIN names the directory of xhloc and
 # xhlo-run (default build/bin).
@@ -73,6 +75,31 @@ for f in testdata/types/*.hlo; do
     fi
   else
     bad "$name: xhloc (gpu) failed"
+  fi
+done
+
+# ---- testdata/types/host: XLA's CPU numbers that only the host artifact
+# reproduces (tree-reduction-rewriter's order; the interpreter keeps XLA's
+# evaluator's), compiled for the host and checked bit for bit.
+for f in testdata/types/host/*.hlo; do
+  name=host_$(basename "$f" .hlo)
+  args=()
+  while IFS= read -r line; do
+    case $line in
+      "// INPUT: "*) args+=("--input=${line#// INPUT: }") ;;
+      "// EXPECT: "*) args+=("--expected-output=${line#// EXPECT: }") ;;
+    esac
+  done <"$f"
+  if "$xhloc" --target=host -o "$t/$name" "$f" >"$t/out" 2>"$t/err"; then
+    if "$run" "$t/$name.thunks" --platform=host "${args[@]}" --atol=0 --rtol=0 --quiet \
+        >"$t/out" 2>"$t/err"; then
+      ok
+    else
+      cat "$t/out" >>"$t/err"
+      bad "$name: the host artifact's checksums differ from XLA's"
+    fi
+  else
+    bad "$name: xhloc --target=host failed"
   fi
 done
 

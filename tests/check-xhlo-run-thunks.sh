@@ -415,9 +415,16 @@ CUresult cuDeviceGetName(char *s, int n, int d) { snprintf(s, n, "mock"); return
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
 CUresult cuCtxSetCurrent(void *c) { return c == (void *)1 ? 0 : 1; }
+CUresult cuCtxGetCurrent(void **c) { *c = (void *)1; return 0; }
 CUresult cuCtxSynchronize(void) { return 0; }
+/* a compute capability 9.0 GPU (sm_90) */
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev) {
+  if (attr != 75 && attr != 76) return 1;
+  *v = attr == 75 ? 9 : 0;
+  return 0;
+}
 CUresult cuModuleLoadDataEx(void **m, const void *img, unsigned n, int *opts, void **vals) {
-  if (!strstr(img, ".entry")) {
+  if (!strstr(img, ".entry") || strstr(img, ".target sm_100")) {
     char *log = NULL;
     size_t size = 0;
     for (unsigned k = 0; k < n; k++) {
@@ -493,6 +500,11 @@ if ${CC:-cc} -shared -fPIC -O1 -o "$tmp/mock/libcuda.so.1" "$tmp/mock/cuda.c"; t
   export LD_LIBRARY_PATH="$tmp/mock${saved_ld:+:$saved_ld}"
   gpu_cases mock
   expect "mock JIT log" 1 "fatal: mock" -- "$run" "$tmp/gbad.thunks" --random-inputs
+  sed 's/^\.target sm_[0-9a-z]*/.target sm_100a/' "$tmp/k.ptx" >"$tmp/gnew.ptx"
+  "$mk" add sm_90 "$tmp/gnew" || bad "make_test_artifact for gnew failed"
+  expect "mock PTX for a newer GPU" 1 \
+    ".target sm_100a, for a newer GPU than this one (sm_90): compile it for this GPU with xhloc --arch=sm_90" \
+    -- "$run" "$tmp/gnew.thunks" --random-inputs
   expect "mock no device" 1 "xhlo-run: --platform=cuda: no CUDA device" -- \
     env MOCK_CUDA_NO_DEVICE=1 "$run" "$tmp/gadd.thunks" --random-inputs
   export LD_LIBRARY_PATH="$saved_ld"

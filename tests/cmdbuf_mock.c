@@ -14,6 +14,10 @@
  * GEMM and a convolution between two kernels: the mock cuBLASLt and cuDNN
  * are called on the captured stream (cuDNN allocating its own workspace
  * during the capture) and their work runs inside the graph, in order.
+ * Several streams: three independent kernels then two dependent ones go to
+ * three streams, forked and joined by events, on their own and inside a
+ * command buffer (the capture takes the side streams in and ends joined);
+ * with one stream (PlatformOptions.streams = 1) there is no stream wait.
  *
  *   cmdbuf_mock MOCKDIR   (libcuda.so.1 found through LD_LIBRARY_PATH,
  *                          libcublasLt.so.13 and libcudnn.so.9 in MOCKDIR)
@@ -435,6 +439,120 @@ static void test_conv(Platform *p, const char *mockdir) {
   artifact_free(a);
 }
 
+/* out = ((x + y) + 2x) + 2y: add4, scale2 and scale2 are independent
+ * (level 0), then two add4s; in a command buffer when cb. */
+static Artifact *streams_sample(bool cb) {
+  Artifact *a = sample();
+  Arena *ar = a->arena;
+  ThunkSeq *q = cb ? a->entry.thunks[0].commands : &a->entry;
+  q->n = 5;
+  q->thunks = ARENA_ARRAY(ar, Thunk, 5);
+  BufSlice k1[] = {sl(0, 0, 16), sl(1, 0, 16), sl(2, 0, 16)};
+  BufSlice k2[] = {sl(0, 0, 16), sl(2, 16, 16)};
+  BufSlice k3[] = {sl(1, 0, 16), sl(2, 32, 16)};
+  BufSlice k4[] = {sl(2, 0, 16), sl(2, 16, 16), sl(2, 48, 16)};
+  BufSlice k5[] = {sl(2, 48, 16), sl(2, 32, 16), sl(3, 0, 16)};
+  q->thunks[0] = kernel(ar, "add4", "k1", 3, k1);
+  q->thunks[1] = kernel(ar, "scale2", "k2", 2, k2);
+  q->thunks[2] = kernel(ar, "scale2", "k3", 2, k3);
+  q->thunks[3] = kernel(ar, "add4", "k4", 3, k4);
+  q->thunks[4] = kernel(ar, "add4", "k5", 3, k5);
+  return a;
+}
+
+/* One run of streams_sample with x = i + 1, y = 10 (i + 1); checks
+ * out = 3 (x + y) and returns the driver log (caller frees), NULL on
+ * failure. */
+static char *run_streams(Executor *ex, const char *what) {
+  Arena *ar = arena_new();
+  Diag d = {0};
+  Shape *s = hlo_parse_shape(ar, "f32[4]{0}", &d);
+  Literal *in[2] = {literal_new(ar, s), literal_new(ar, s)};
+  for (int i = 0; i < 4; i++) {
+    ((float *)in[0]->data)[i] = (float)(i + 1);
+    ((float *)in[1]->data)[i] = 10.0f * (float)(i + 1);
+  }
+  free(take());
+  Literal *out = NULL;
+  bool ok = executor_run(ex, in, ar, &out, &d);
+  char *log = take();
+  if (!check(ok, "%s: the run failed: %s\n%s", what, d.msg ? d.msg : "", log)) {
+    diag_clear(&d);
+    arena_free(ar);
+    free(log);
+    return NULL;
+  }
+  const float *got = (const float *)out->data;
+  bool same = true;
+  for (int i = 0; i < 4; i++) same = same && got[i] == 33.0f * (float)(i + 1);
+  check(same, "%s: results %g %g %g %g, want 33 66 99 132", what, got[0], got[1], got[2],
+        got[3]);
+  arena_free(ar);
+  return log;
+}
+
+static void test_streams(const char *mockdir) {
+  Diag d = {0};
+  PlatformOptions o = {.lib_path = mockdir};
+  Platform *p = platform_cuda_new(&o, &d);
+  if (!check(p != NULL && p->launch_group, "a CUDA platform with launch_group: %s",
+             d.msg ? d.msg : ""))
+    return;
+  for (int cb = 0; cb < 2; cb++) {
+    Artifact *a = streams_sample(cb);
+    const char *what = cb ? "streams in a command buffer" : "streams";
+    Executor *ex = setup(p, a, what);
+    for (int r = 0; ex && r < 2; r++) {
+      char *log = run_streams(ex, what);
+      if (!log) break;
+      if (cb && r == 1) {
+        check(!strstr(log, "cuStreamWaitEvent") && count(log, "cuGraphLaunch") == 1,
+              "%s: a replay launches the graph only:\n%s", what, log);
+      } else if (cb) {
+        static const char *const want[] = {
+            "cuStreamBeginCapture", "cuEventRecord captured",
+            "cuStreamWaitEvent: joins the capture", "cuStreamWaitEvent: joins the capture",
+            "cuLaunchKernel add4 captured", "cuLaunchKernel scale2 captured",
+            "cuLaunchKernel scale2 captured", "cuEventRecord captured",
+            "cuStreamWaitEvent captured", "cuEventRecord captured",
+            "cuStreamWaitEvent captured", "cuLaunchKernel add4 captured",
+            "cuLaunchKernel add4 captured", "cuStreamEndCapture nodes=5",
+            "cuGraphLaunch nodes=5", NULL};
+        expect_order(what, log, want);
+      } else {
+        /* fork: a record, two side streams wait; two joins: a record and a
+         * wait each */
+        check(count(log, "cuStreamWaitEvent") == 4 && count(log, "cuLaunchKernel") == 5 &&
+                  count(log, "cuEventRecord") >= 3,
+              "%s: a fork to two side streams and a join of both:\n%s", what, log);
+        check(r == 1 || count(log, "cuStreamCreate flags=1") == 3,
+              "%s: the first run makes the three non-blocking side streams of the "
+              "default four:\n%s", what, log);
+      }
+      free(log);
+    }
+    executor_free(ex);
+    artifact_free(a);
+  }
+  platform_free(p);
+  free(take());
+  /* one stream: no launch_group, no waits */
+  o.streams = 1;
+  p = platform_cuda_new(&o, &d);
+  if (check(p != NULL && !p->launch_group, "streams = 1: no launch_group")) {
+    Artifact *a = streams_sample(false);
+    Executor *ex = setup(p, a, "one stream");
+    char *log = ex ? run_streams(ex, "one stream") : NULL;
+    check(log && !strstr(log, "cuStreamWaitEvent"), "one stream: no stream waits:\n%s",
+          log ? log : "");
+    free(log);
+    executor_free(ex);
+    artifact_free(a);
+  }
+  platform_free(p);
+  diag_clear(&d);
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: cmdbuf_mock MOCKDIR\n");
@@ -458,6 +576,7 @@ int main(int argc, char **argv) {
   test_profile(p, a);
   test_gemm(p, argv[1]);
   test_conv(p, argv[1]);
+  test_streams(argv[1]);
   artifact_free(a);
   platform_free(p);
   char *log = take();

@@ -16,11 +16,14 @@
  * magnitude where a pass reassociated sums: see `reassociating`).  Every
  * module ends as one of:
  *
- *   checked     the pipeline ran and both runs agree
- *   rng         the module uses `rng`: rng-expander replaces it by XLA's
- *               Philox expansion, which draws other values than the
- *               interpreter's own rng, so only the results' shapes are
- *               compared (both modules must run; values are not)
+ *   checked     the pipeline ran and both runs agree (a module the
+ *               pipeline partitioned for several devices runs on all of them,
+ *               each on its shards of the inputs, and its results are put
+ *               back together: see run_partitioned)
+ *   rng         the module uses `rng`, which rng-expander replaces by XLA's
+ *               Philox expansion: the interpreter's own rng draws the same
+ *               numbers (lib/eval/rng.c), so the values are compared as
+ *               for checked modules
  *   placeholder the module has constants elided as {...}: both runs use
  *               XLA's placeholder values for them (elided-constant-filler),
  *               which are no real data (integers' bits as tiny or huge
@@ -215,6 +218,86 @@ static bool run_optimized(const HloModule *opt, Literal *const *args, Arena *a,
   return eval_module(opt, opt->entry->nparams, args, a, eo, got, d, st);
 }
 
+/* The module is a program spmd-partitioning made (it records the global
+ * program's result). */
+static bool partitioned(const HloModule *m) {
+  const KVList *l = m->frontend_attrs;
+  for (int k = 0; l && k < l->n; k++)
+    if (strcmp(l->kv[k].key, "xhlo.global_result_shape") == 0)
+      return true;
+  return false;
+}
+
+/* A partitioned module runs on all its partitions: every device takes its
+ * shards of the original's argument leaves (vals), and the devices' result
+ * leaves are put back together into the global ones (a flat tuple). */
+static bool run_partitioned(const HloModule *opt, Literal **vals, Arena *a,
+                            EvalOptions *eo, Literal **got, Diag *d,
+                            EvalStatus *st) {
+  SpmdIo io;
+  if (!io_spmd(a, opt, &io, d))
+    return false;
+  int64_t n = eval_device_count(opt);
+  PtrVec local = {0};
+  for (int k = 0; k < opt->entry->nparams; k++)
+    io_shape_leaves(opt->entry->params[k]->shape, &local);
+  bool ok = local.len == io.nparams;
+  if (!ok)
+    diag_error(d, (Loc){0}, "the partitioned module has %d parameter leaves, "
+               "its record %d", local.len, io.nparams);
+  Literal ***args = xcalloc((size_t)n, sizeof *args);
+  Arena **outs = xcalloc((size_t)n, sizeof *outs);
+  Literal **res = xcalloc((size_t)n, sizeof *res);
+  for (int64_t dev = 0; ok && dev < n; dev++) {
+    Literal **lv = ARENA_ARRAY(a, Literal *, local.len + 1);
+    for (int k = 0; k < local.len; k++)
+      lv[k] = vals[k] && io.param_tiling[k]
+                  ? io_shard(a, vals[k], io.param_tiling[k], dev, local.data[k])
+                  : vals[k];
+    args[dev] = io_entry_args(a, opt->entry, lv);
+    outs[dev] = arena_new();
+  }
+  if (ok)
+    ok = eval_module_devices(opt, opt->entry->nparams,
+                             (Literal *const *const *)args, outs, eo, res, d, st);
+  if (ok) {
+    Literal ***leaves = xcalloc((size_t)n, sizeof *leaves);
+    int nres = 0;
+    for (int64_t dev = 0; dev < n; dev++)
+      nres = io_literal_leaves(res[dev], &leaves[dev]);
+    Literal *t = ARENA_NEW(a, Literal);
+    Shape **shapes = ARENA_ARRAY(a, Shape *, nres + 1);
+    t->ntuple = nres;
+    t->tuple = ARENA_ARRAY(a, Literal *, nres + 1);
+    Literal **shards = xcalloc((size_t)n, sizeof *shards);
+    for (int j = 0; j < nres; j++) {
+      for (int64_t dev = 0; dev < n; dev++)
+        shards[dev] = leaves[dev][j];
+      const Shape *g = j < io.nresults ? io.result_global[j] : NULL;
+      t->tuple[j] = g && shape_is_array(g)
+                        ? io_unshard(a, shards, io.result_tiling[j], g)
+                        : shards[0];
+      shapes[j] = t->tuple[j]->shape;
+    }
+    t->shape = shape_tuple(a, nres, shapes);
+    *got = nres == 1 ? t->tuple[0] : t;
+    free(shards);
+    for (int64_t dev = 0; dev < n; dev++)
+      free(leaves[dev]);
+    free(leaves);
+  }
+  for (int64_t dev = 0; dev < n; dev++) {
+    free(args[dev]);
+    if (outs[dev])
+      arena_free(outs[dev]);
+  }
+  free(args);
+  free(outs);
+  free(res);
+  vec_free(&local);
+  return ok;
+}
+
 /* Writes one line: "CHECKED", "RNG", "UNCHECKED why", "FAILED why". */
 static void run_module(HloModule *orig, HloModule *opt, const SrcFile *src,
                        int index, const Opts *o, FILE *out) {
@@ -260,7 +343,8 @@ static void run_module(HloModule *orig, HloModule *opt, const SrcFile *src,
   diag_clear(&d);
   if (!ran) {
     /* nothing to compare */
-  } else if (!run_optimized(opt, args, a, &eo, &got, &d, &st) &&
+  } else if (!(partitioned(opt) ? run_partitioned(opt, vals, a, &eo, &got, &d, &st)
+                                 : run_optimized(opt, args, a, &eo, &got, &d, &st)) &&
              st.kind == EVAL_ERR_RESOURCE && strcmp(st.what, "time") == 0) {
     /* The interpreter runs a fusion as a call, so a fused loop can take
      * several times the original's time (diffrax: 10x); running past twice
@@ -275,8 +359,9 @@ static void run_module(HloModule *orig, HloModule *opt, const SrcFile *src,
   } else {
     StrBuf why;
     sb_init(&why);
-    bool same = same_results(got, want, !rng, false, &why);
-    if (!same && !rng && reassociated(src, index, o)) {
+    bool same = same_results(got, want, true, false, &why);
+    /* a partitioned program adds partial sums across devices */
+    if (!same && (partitioned(opt) || reassociated(src, index, o))) {
       sb_clear(&why);
       same = same_results(got, want, true, true, &why);
     }
@@ -458,8 +543,8 @@ int main(int argc, char **argv) {
     }
   }
   printf("pipeline diff: %d files: %d modules checked against the interpreter, "
-         "%d with rng (ran; result shapes compared, values not: the expanded "
-         "rng draws other numbers), %d with elided constants whose "
+         "%d with rng (values compared: the expanded rng draws the "
+         "interpreter's numbers), %d with elided constants whose "
          "placeholder values give other results (ran; result shapes "
          "compared), %d optimized but not checked "
          "(interpreter budget or unsupported op), %d skipped (front end "

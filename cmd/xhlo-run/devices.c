@@ -1,23 +1,48 @@
 /*
  * devices.c - xhlo-run on a compiled artifact of a module with
  * replica_count x num_partitions > 1 (read from its original HLO's header):
- * one host platform and executor per device, each on its own thread,
- * sharing the artifact; collective thunks meet through the threads'
- * exchange (lib/support/exchange.h), in host memory.  Under an MPI
- * launcher this process runs only its own device, rank d running device
- * d, and the collectives go through MPI.  Inputs, outputs and expected
- * outputs per device through {d} in their specs, as on the interpreter;
- * --compare runs the original HLO on the interpreter's devices (under MPI:
- * this process's device, its collectives through MPI too) and compares
- * every device's results.  Timing options are for one device only.
+ * one platform and executor per device, each on its own thread, sharing
+ * the artifact, the collective thunks meeting through the threads'
+ * exchange (lib/support/exchange.h).  On the host they are staged in host
+ * memory; on CUDA, device k is GPU k (a module of more devices than there
+ * are GPUs is refused) and the collective thunks go through NCCL
+ * (lib/runtime/collective_nccl.c), its communicators made through the
+ * same exchange.
+ *
+ * Under an MPI launcher this process runs only its own device, rank d
+ * running device d, and the exchange is MPI's: the host's collectives go
+ * through MPI, and on CUDA the process takes GPU (its local rank % the
+ * GPUs here; more processes on a machine than it has GPUs is refused) and
+ * NCCL's unique ids go to the other processes through MPI.
+ *
+ * Inputs, outputs and expected outputs per device through {d} in their
+ * specs, as on the interpreter; --compare runs the original HLO on the
+ * interpreter's devices (under MPI: this process's device, its collectives
+ * through MPI too) and compares every device's results.  Timing options
+ * are for one device only.  Global inputs and results as on the
+ * interpreter (interp.c), by the artifact's reference HLO (for a module
+ * xhloc partitioned, the partitioned program); under MPI the first process
+ * gathers the devices' results and writes the global ones.
+ *
+ * A device whose run fails abandons the others' pending exchanges, so they
+ * fail too.  On a GPU a device may instead be waiting in NCCL for one that
+ * failed (the failure came after their meeting, or while a communicator was
+ * made), which no exchange can end: once a device has failed the others
+ * get FAILED_GRACE_S seconds to end, and then the run ends with the first
+ * failure's message without waiting for them (under MPI the failed
+ * device's process exits, and the launcher ends the others).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../../lib/runtime/platform.h"
 #include "xhlo_run.h"
+
+#define FAILED_GRACE_S 5
 
 void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions) {
   *replicas = *partitions = 1;
@@ -36,8 +61,16 @@ void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions)
   free(line);
 }
 
+/* How many device threads have ended, and how many of them failed. */
+typedef struct Ended {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int n, failed;
+} Ended;
+
 typedef struct Dev {
   pthread_t thread;
+  Ended *ended;                   /* NULL: run on the calling thread (MPI) */
   int dev;
   Platform *plat;
   Executor *ex;
@@ -54,8 +87,37 @@ typedef struct Dev {
 static void *dev_main(void *arg) {
   Dev *v = arg;
   v->ok = executor_run(v->ex, v->leaf_vals, v->out, &v->result, &v->d);
-  if (v->w->self < 0) v->w->end(v->w, v->dev, !v->ok, v->d.msg);
+  if (!v->ended) return NULL;
+  v->w->end(v->w, v->dev, !v->ok, v->d.msg);
+  pthread_mutex_lock(&v->ended->mu);
+  v->ended->n++;
+  if (!v->ok) v->ended->failed++;
+  pthread_cond_broadcast(&v->ended->cv);
+  pthread_mutex_unlock(&v->ended->mu);
   return NULL;
+}
+
+/* Waits until the n started device threads have ended; false when one
+ * failed and the others did not all end within FAILED_GRACE_S of it. */
+static bool wait_devices(Ended *e, int n) {
+  struct timespec deadline = {0};
+  bool timed = false, all = true;
+  pthread_mutex_lock(&e->mu);
+  while (e->n < n) {
+    if (e->failed && !timed) {
+      clock_gettime(CLOCK_REALTIME, &deadline);
+      deadline.tv_sec += FAILED_GRACE_S;
+      timed = true;
+    }
+    if (!timed) {
+      pthread_cond_wait(&e->cv, &e->mu);
+    } else if (pthread_cond_timedwait(&e->cv, &e->mu, &deadline) == ETIMEDOUT) {
+      all = e->n >= n;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&e->mu);
+  return all;
 }
 
 /* Every device's results against the interpreter's run of the original HLO
@@ -137,6 +199,45 @@ out:
   return status;
 }
 
+/* The GPUs a run needs: one per device, or under MPI one per process of
+ * the job on this machine; *gpu is this process's (MPI).  False after
+ * printing why not. */
+static bool check_gpus(const RunOpts *o, const char *path, int n, int64_t replicas,
+                       int64_t partitions, int *gpu) {
+  Diag cd = {0};
+  int gpus = platform_cuda_device_count(&cd);
+  int need = o->mpi ? mpi_local_size(o) : n;
+  if (gpus >= 0 && gpus >= need) {
+    *gpu = o->mpi ? mpi_local_rank(o) % gpus : 0;
+    return true;
+  }
+  if (gpus < 0)
+    fprintf(stderr, "xhlo-run: --platform=cuda: %s\n", cd.msg ? cd.msg : "no driver");
+  else if (o->mpi)
+    fprintf(stderr, "xhlo-run: %s: the MPI job runs %d processes on this machine and it "
+            "has %d GPU%s; xhlo-run runs each process's device on a GPU of its own\n", path,
+            need, gpus, gpus == 1 ? "" : "s");
+  else
+    fprintf(stderr, "xhlo-run: %s: the module needs %d devices (replica_count=%lld x "
+            "num_partitions=%lld) and this machine has %d GPU%s; xhlo-run runs each "
+            "device on a GPU of its own\n", path, n, (long long)replicas,
+            (long long)partitions, gpus, gpus == 1 ? "" : "s");
+  diag_clear(&cd);
+  return false;
+}
+
+/* Under MPI, the global results: gathered to the first process, which
+ * writes them.  The exit status. */
+static int emit_gathered(const RunOpts *o, const SpmdIo *gio, Exchange *w, Dev *v, int nres) {
+  bool ok;
+  Literal ***all = mpi_gather_results(w, v->res, nres, v->out, &ok);
+  int status = ok ? 0 : 1;
+  if (all) status = emit_global_results(o, gio, (Literal **const *)all, nres, v->out);
+  for (int d = 0; all && d < w->ndev; d++) free(all[d]);
+  free(all);
+  return status;
+}
+
 int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
                        const char *pname, int64_t replicas, int64_t partitions) {
   int64_t n64 = replicas * partitions;
@@ -145,9 +246,11 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
             path, (long long)n64);
     return 1;
   }
-  if (strcmp(pname, "host") != 0) {
-    fprintf(stderr, "xhlo-run: %s: a module of %lld devices runs on the host platform "
-            "only (--platform=host)\n", path, (long long)n64);
+  int ndev = (int)n64, gpu = 0;
+  bool cuda = strcmp(pname, "cuda") == 0;
+  if (!cuda && strcmp(pname, "host") != 0) {
+    fprintf(stderr, "xhlo-run: %s: a module of %d devices runs on the host or on CUDA "
+            "GPUs (--platform=host, --platform=cuda)\n", path, ndev);
     return 1;
   }
   if (o->profile || o->trace || o->iterations > 0) {
@@ -155,16 +258,26 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
             "of one device\n", path);
     return 1;
   }
+  if (cuda && !check_gpus(o, path, ndev, replicas, partitions, &gpu)) return 1;
   /* the devices this process runs: all, as threads, or its own (MPI) */
-  Exchange *w = o->mpi ? mpi_join(o, replicas, partitions, path) : xchg_threads_new((int)n64);
+  Exchange *w = o->mpi ? mpi_join(o, replicas, partitions, path) : xchg_threads_new(ndev);
   if (!w) return 1;
   bool mpi = w->self >= 0;
-  int first = mpi ? w->self : 0, n = mpi ? 1 : (int)n64;
-  int status = 1;
+  int first = mpi ? w->self : 0, n = mpi ? 1 : ndev;
+  int status = 1, nm = 0, nb = 0;
   Diag d = {0};
   Arena *arena = arena_new();
+  HloModule **mods = NULL;
+  SpmdIo sio;
+  const SpmdIo *gio = NULL;
+  int64_t *bounds = NULL;
+  Literal ***vals = NULL;
+  SrcFile *src = NULL;
   PtrVec leaves = {0};
   Dev *devs = xcalloc((size_t)n, sizeof *devs);
+  Ended ended = {.n = 0};
+  pthread_mutex_init(&ended.mu, NULL);
+  pthread_cond_init(&ended.cv, NULL);
   uint8_t *kbytes = NULL;
   char *kpath = NULL;
   bool ready = false;
@@ -177,6 +290,7 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
     vec_push(&leaves, s);
   }
   size_t klen = 0;
+  bool kernels = artifact_has_kernels(&a->entry);
   kbytes = artifact_read_kernel_file(a, path, &klen, &d);
   if (!kbytes) {
     fprintf(stderr, "xhlo-run: %s\n", d.msg ? d.msg : "no kernel file");
@@ -187,10 +301,23 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
   kpath = xmalloc(dl + strlen(a->kernel_file) + 1);
   memcpy(kpath, path, dl);
   strcpy(kpath + dl, a->kernel_file);
+  /* the reference HLO: how global inputs and results are cut */
+  src = a->original_hlo ? srcfile_from_string("original HLO", a->original_hlo,
+                                              strlen(a->original_hlo)) : NULL;
+  ParseOptions hp = {.strip_glog_prefixes = true};
+  if (src && (nm = hlo_parse(src, &hp, &mods, &d)) > 0 && mods[0]->entry &&
+      io_spmd(arena, mods[0], &sio, &d))
+    gio = &sio;
+  if (nm < 0) nm = 0;
+  diag_clear(&d);
+  if (gio && o->random_inputs) nb = io_index_bounds(mods[0], &bounds);
+  vals = gather_device_inputs(o, &leaves, bounds, nb, gio, ndev, mpi ? first : -1, arena,
+                              path);
+  if (!vals) goto start;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int sharing = mpi ? mpi_local_size(o) : n;
   PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path,
-                           .no_tf32 = o->no_tf32};
+                           .no_tf32 = o->no_tf32, .streams = o->streams};
   if (!popts.threads) popts.threads = cores > sharing ? (int)(cores / sharing) : 1;
   for (int k = 0; k < n; k++) {
     Dev *v = &devs[k];
@@ -206,12 +333,11 @@ int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
     v->o.expected = &v->expected;
     v->o.seed = o->seed + (uint64_t)dev;
     v->out = arena_new();
-    if (!(v->leaf_vals = gather_inputs(&v->o, &leaves, NULL, 0, arena, path))) {
-      fprintf(stderr, "xhlo-run: (the inputs of device %d)\n", dev);
-      goto start;
-    }
-    if (!(v->plat = platform_host_new(&popts, &d)) ||
-        !(v->ex = executor_new(a, v->plat, kbytes, klen, kpath, &d))) {
+    v->leaf_vals = vals[dev];
+    vals[dev] = NULL;
+    popts.device = mpi ? gpu : dev;
+    if (!(v->plat = cuda ? platform_cuda_new(&popts, &d) : platform_host_new(&popts, &d)) ||
+        !(v->ex = executor_new(a, v->plat, kernels ? kbytes : NULL, klen, kpath, &d))) {
       fprintf(stderr, "xhlo-run: %s: %s\n", path, d.msg ? d.msg : "no executor");
       goto start;
     }
@@ -223,18 +349,34 @@ start:
     /* every process ends its run, also one that could not start it, so
      * that none waits for it */
     if (ready) dev_main(&devs[0]);
-    bool all = mpi_finish(w, ready && devs[0].ok, ready ? devs[0].d.msg : "could not start",
-                          path, partitions);
+    bool all = mpi_finish_within(w, ready && devs[0].ok,
+                                 ready ? devs[0].d.msg : "could not start", path, partitions,
+                                 cuda ? FAILED_GRACE_S : 0);
     if (!all) goto out;
   } else {
     if (!ready) goto out;
     int started = 0;
     for (int k = 0; k < n; k++) {
+      devs[k].ended = &ended;
       if (pthread_create(&devs[k].thread, NULL, dev_main, &devs[k]) != 0) {
         for (int j = k; j < n; j++) w->end(w, j, true, "no thread for the device");
         break;
       }
       started++;
+    }
+    if (!wait_devices(&ended, started)) {
+      /* a device waits in NCCL for one that failed: its thread cannot be
+       * joined, nor its GPU's state freed */
+      char why[256];
+      int bad = w->first_failed(w, why, sizeof why);
+      fprintf(stderr, "xhlo-run: %s: device %d (replica %lld, partition %lld): %s\n"
+              "xhlo-run: (the other devices did not end within %d s of that failure: "
+              "waiting for it in the collective library; the run is abandoned)\n", path, bad,
+              (long long)(bad / partitions), (long long)(bad % partitions),
+              bad >= 0 && devs[bad].d.msg ? devs[bad].d.msg : "failed", FAILED_GRACE_S);
+      fflush(stdout);
+      fflush(stderr);
+      _exit(1);
     }
     for (int k = 0; k < started; k++) pthread_join(devs[k].thread, NULL);
     bool ok = started == n;
@@ -250,11 +392,16 @@ start:
     }
   }
   status = 0;
+  bool global = results_global(o, gio);
+  Literal ***res = xcalloc((size_t)n, sizeof *res);
+  int nres = 0;
   for (int k = 0; k < n; k++) {
     int dev = devs[k].dev;
-    int nres = io_literal_leaves(devs[k].result, &devs[k].res);
+    nres = io_literal_leaves(devs[k].result, &devs[k].res);
     devs[k].res = xreallocarray(devs[k].res, (size_t)nres + 1, sizeof *devs[k].res);
     devs[k].res[nres] = NULL;
+    res[k] = devs[k].res;
+    if (global) continue;
     if (!o->quiet && !o->outputs->len)
       printf("device %d (replica %lld, partition %lld):\n", dev, (long long)(dev / partitions),
              (long long)(dev % partitions));
@@ -262,6 +409,9 @@ start:
     if (rc) fprintf(stderr, "xhlo-run: (the results of device %d)\n", dev);
     if (rc) status = rc;
   }
+  if (global && mpi) status = emit_gathered(o, gio, w, &devs[0], nres);
+  else if (global) status = emit_global_results(o, gio, (Literal **const *)res, nres, devs[0].out);
+  free(res);
   if (o->compare && compare_devices(o, a, devs, n, w) != 0) status = 1;
 out:
   fflush(stdout);
@@ -278,7 +428,14 @@ out:
     diag_clear(&v->d);
   }
   free(devs);
+  device_inputs_free(vals, ndev);
+  free(bounds);
+  for (int k = 0; k < nm; k++) hlo_module_free(mods[k]);
+  free(mods);
+  if (src) srcfile_free(src);
   xchg_free(w);
+  pthread_mutex_destroy(&ended.mu);
+  pthread_cond_destroy(&ended.cv);
   free(kbytes);
   free(kpath);
   vec_free(&leaves);

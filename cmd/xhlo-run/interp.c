@@ -11,6 +11,14 @@
  * results are preceded by a line naming the device; --random-inputs gives
  * device d the seed SEED + d.  Under an MPI launcher each process runs its
  * own device (rank d, device d), the collectives through MPI.
+ *
+ * A partitioned program (every entry parameter with its sharding=, as
+ * spmd-partitioning and XLA leave them) also takes global arrays: an input
+ * without {d} that is a global array of the parameter's sharding is cut
+ * into each device's shard.  When the module records its global result
+ * (xhlo.global_result_shape, xhlo.result_sharding), the devices' results
+ * are put together and written once, as JAX returns them (under MPI, by
+ * the first process, which gathers them).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +108,16 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   }
   int64_t first = xg ? xg->self : 0;
   nrun = xg ? 1 : ndev;
+  SpmdIo sio;
+  if (ndev > 1 && !io_spmd(arena, m, &sio, &d)) goto diag_out;
+  const SpmdIo *gio = ndev > 1 ? &sio : NULL;
+  Literal ***vals = gather_device_inputs(o, &leaves, bounds, nb, gio, ndev, xg ? first : -1,
+                                         arena, path);
+  if (!vals) {
+    /* the others do not wait for this process's device */
+    if (xg) mpi_finish(xg, false, "its inputs could not be read", path, parts);
+    goto out;
+  }
   io = xcalloc((size_t)nrun, sizeof *io);
   Literal ***args = xcalloc((size_t)nrun, sizeof *args);
   Arena **outs = xcalloc((size_t)nrun, sizeof *outs);
@@ -116,12 +134,8 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     v->o.outputs = &v->outputs;
     v->o.expected = &v->expected;
     v->o.seed = o->seed + (uint64_t)k;
-    v->leaf_vals = gather_inputs(&v->o, &leaves, bounds, nb, arena, path);
-    if (!v->leaf_vals) {
-      if (ndev > 1) fprintf(stderr, "xhlo-run: (the inputs of device %lld)\n", (long long)k);
-      ok = false;
-      break;
-    }
+    v->leaf_vals = vals[k];
+    vals[k] = NULL;
     /* rebuild tuple parameters from the leaves */
     v->args = io_entry_args(arena, entry, v->leaf_vals);
     v->out = arena_new();
@@ -156,11 +170,35 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   free(args);
   free(outs);
   if (!ok) {
+    device_inputs_free(vals, ndev);
     free(results);
     if (d.has_error) goto diag_out;
     goto out;
   }
+  device_inputs_free(vals, ndev);
   status = 0;
+  if (results_global(o, gio)) {
+    int nres = 0;
+    Literal ***res = xcalloc((size_t)nrun, sizeof *res);
+    for (int64_t j = 0; j < nrun; j++) {
+      nres = io_literal_leaves(results[j], &io[j].res);
+      res[j] = io[j].res;
+    }
+    if (xg) {
+      /* the first process writes the devices' results, gathered */
+      bool gathered;
+      Literal ***all = mpi_gather_results(xg, res[0], nres, io[0].out, &gathered);
+      status = gathered ? 0 : 1;
+      if (all) status = emit_global_results(o, gio, (Literal **const *)all, nres, io[0].out);
+      for (int64_t k = 0; all && k < ndev; k++) free(all[k]);
+      free(all);
+    } else {
+      status = emit_global_results(o, gio, (Literal **const *)res, nres, io[0].out);
+    }
+    free(res);
+    free(results);
+    goto out;
+  }
   for (int64_t j = 0; j < nrun; j++) {
     int64_t k = first + j;
     int nres = io_literal_leaves(results[j], &io[j].res);

@@ -7,7 +7,7 @@
  *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
  *            [OUTPUTS] [--compare] [--iterations=N] [--profile]
  *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
- *            [--tf32=on|off] [--sync-each-thunk]
+ *            [--tf32=on|off] [--streams=N] [--sync-each-thunk]
  *
  * Option parsing and the choice of runner only: interp.c, thunks.c and
  * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
@@ -39,7 +39,9 @@ static const char usage_text[] =
   "                           host         the host CPU (PREFIX.host.so)\n"
   "                           cuda         the first visible NVIDIA GPU, through\n"
   "                                        the CUDA driver (PREFIX.ptx, JIT-\n"
-  "                                        compiled by the driver)\n"
+  "                                        compiled by the driver); a module\n"
+  "                                        of several devices takes a GPU\n"
+  "                                        each, collectives through NCCL\n"
   "                         default for a .thunks file: its target's (sm_* ->\n"
   "                         cuda, host -> host)\n"
   "  --input=SPEC           one per entry parameter leaf, in order (tuple\n"
@@ -56,11 +58,12 @@ static const char usage_text[] =
   "                         runs that many devices: {d} in a SPEC (also of\n"
   "                         --output and --expected-output) is the device\n"
   "                         number, replica * num_partitions + partition\n"
-  "                         (@x.{d}.npy); a SPEC without it is every device's\n"
+  "                         (@x.{d}.npy; 0 for a module of one device); a\n"
+  "                         SPEC without it is every device's\n"
   "  --random-inputs        deterministic random inputs instead (floats in\n"
   "                         [-1,1), integers small, indices in range; for a\n"
   "                         .thunks file the ranges come from its original HLO)\n"
-  "  --seed=N               seed for --random-inputs and the rng op (default 42)\n"
+  "  --seed=N               seed for --random-inputs and GetRngSeed (default 42)\n"
   "  --output=SPEC          one per result leaf, in order: - prints XLA literal\n"
   "                         text, @file.npy or @file.bin writes a file, an\n"
   "                         empty SPEC skips it (default: print every result)\n"
@@ -105,6 +108,9 @@ static const char usage_text[] =
   "                         the first time it runs and replayed after that;\n"
   "                         off: its thunks run one by one, as on the host;\n"
   "                         with --profile a replayed one is timed as a whole\n"
+  "  --streams=N            (.thunks on a GPU) kernels that the schedule finds\n"
+  "                         independent run on up to N streams, forked and\n"
+  "                         joined by events (default 4; 1: one stream)\n"
   "  --tf32=on|off          (.thunks on a GPU) on (the default): f32 gemms and\n"
   "                         convolutions use TF32 tensor cores where the\n"
   "                         artifact allows it (precision config DEFAULT, as\n"
@@ -121,7 +127,8 @@ static const char usage_text[] =
   "  --lib-path=DIRS        (.thunks) ':'-separated directories searched first\n"
   "                         for the vendor libraries: libdnnl.so.2 (oneDNN, the\n"
   "                         host's GEMMs and convolutions), libcublasLt.so.* and\n"
-  "                         libcudnn.so.9 (the GPU's); then the loader's path,\n"
+  "                         libcudnn.so.9 (the GPU's), libnccl.so.2 (the GPU's\n"
+  "                         collectives); then the loader's path,\n"
   "                         $CUDA_HOME/lib64 and Python's nvidia-* wheels\n"
   "  --describe             (.thunks) print the artifact: target, kernel file,\n"
   "                         allocations, parameters, outputs and thunks; no run\n"
@@ -136,7 +143,9 @@ static const char usage_text[] =
   "replica_count x num_partitions) each process runs one device, rank d\n"
   "device d with its own {d} inputs and outputs, and the collectives go\n"
   "through MPI (OpenMPI's libmpi.so.40, opened at run time; XHLO_MPI_LIB\n"
-  "names another).  Without one, every device is a thread of this process.\n"
+  "names another); with --platform=cuda each process takes GPU (its local\n"
+  "rank % the GPUs here) and NCCL's ids go through MPI.  Without one, every\n"
+  "device is a thread of this process.\n"
   "\n"
   "A .thunks file, its kernel file and their checksums are checked before\n"
   "anything runs; a truncated, corrupted or mismatched one is refused.\n"
@@ -148,7 +157,7 @@ enum {
   OPT_PLATFORM = 256, OPT_INPUT, OPT_RANDOM, OPT_SEED, OPT_OUTPUT, OPT_EXPECTED,
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
-  OPT_COMMAND_BUFFERS, OPT_TF32, OPT_SYNC_EACH,
+  OPT_COMMAND_BUFFERS, OPT_TF32, OPT_STREAMS, OPT_SYNC_EACH,
   OPT_TRACE,
 };
 
@@ -174,6 +183,7 @@ static const struct option long_opts[] = {
   {"lib-path", required_argument, 0, OPT_LIB_PATH},
   {"command-buffers", required_argument, 0, OPT_COMMAND_BUFFERS},
   {"tf32", required_argument, 0, OPT_TF32},
+  {"streams", required_argument, 0, OPT_STREAMS},
   {"sync-each-thunk", no_argument, 0, OPT_SYNC_EACH},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
@@ -276,6 +286,14 @@ int main(int argc, char **argv) {
         usage_error("bad value for --command-buffers: %s (on or off)", optarg);
       ro.no_command_buffers = strcmp(optarg, "off") == 0;
       break;
+    case OPT_STREAMS: {
+      char *e;
+      long v = strtol(optarg, &e, 10);
+      if (e == optarg || *e || v < 1 || v > 16)
+        usage_error("bad value for --streams: %s (1 to 16)", optarg);
+      ro.streams = (int)v;
+      break;
+    }
     case OPT_TF32:
       if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
         usage_error("bad value for --tf32: %s (on or off)", optarg);

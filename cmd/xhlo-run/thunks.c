@@ -185,19 +185,6 @@ static int compare(const RunOpts *o, const HloModule *m, Literal **leaf_vals, Li
   return status;
 }
 
-static bool has_kernels(const ThunkSeq *s) {
-  for (int k = 0; k < s->n; k++) {
-    const Thunk *t = &s->thunks[k];
-    if (t->kind == THUNK_KERNEL) return true;
-    if (t->kind == THUNK_WHILE && (has_kernels(t->cond) || has_kernels(t->body))) return true;
-    if (t->kind == THUNK_COMMAND_BUFFER && has_kernels(t->commands)) return true;
-    if (t->kind == THUNK_CONDITIONAL)
-      for (int b = 0; b < t->nbranches; b++)
-        if (has_kernels(&t->branches[b])) return true;
-  }
-  return false;
-}
-
 /* The platform to run on, or NULL after printing why not. */
 static const char *pick_platform(const RunOpts *o, const Artifact *a, const char *path) {
   bool gpu = strncmp(a->target, "sm_", 3) == 0, host = strcmp(a->target, "host") == 0;
@@ -251,6 +238,8 @@ int run_thunks(const RunOpts *o, const char *path) {
   int64_t *bounds = NULL;
   double *run_ms = NULL, *exec_ms = NULL;
   TraceFile *trace = NULL;
+  StrVec specs[3] = {{0}};
+  RunOpts one;
 
   Artifact *a = artifact_read(path, &d);
   if (!a) {
@@ -294,6 +283,15 @@ int run_thunks(const RunOpts *o, const char *path) {
     status = run_thunks_devices(o, path, a, pname, replicas, partitions);
     goto out;
   }
+  /* one device: {d} in the specs is 0, as on the interpreter */
+  one = *o;
+  device_specs(o->inputs, 0, &specs[0]);
+  device_specs(o->outputs, 0, &specs[1]);
+  device_specs(o->expected, 0, &specs[2]);
+  one.inputs = &specs[0];
+  one.outputs = &specs[1];
+  one.expected = &specs[2];
+  o = &one;
   if (orig && (o->compare || o->random_inputs)) {
     ParseOptions popts = {.strip_glog_prefixes = true};
     nm = hlo_parse(orig, &popts, &mods, &d);
@@ -347,7 +345,7 @@ int run_thunks(const RunOpts *o, const char *path) {
 
   /* the platform, the kernel file and the buffers */
   PlatformOptions popts = {.threads = o->threads, .lib_path = o->lib_path,
-                           .no_tf32 = o->no_tf32};
+                           .no_tf32 = o->no_tf32, .streams = o->streams};
   if (strcmp(pname, "host") == 0) {
     int64_t total = 0, budget = host_budget(o);
     for (int k = 0; k < a->nallocs; k++)
@@ -376,7 +374,7 @@ int run_thunks(const RunOpts *o, const char *path) {
   kpath = xmalloc(dl + strlen(a->kernel_file) + 1);
   memcpy(kpath, path, dl);
   strcpy(kpath + dl, a->kernel_file);
-  ex = executor_new(a, plat, has_kernels(&a->entry) ? kbytes : NULL, klen, kpath, &d);
+  ex = executor_new(a, plat, artifact_has_kernels(&a->entry) ? kbytes : NULL, klen, kpath, &d);
   if (!ex) {
     report(path, &d);
     goto out;
@@ -428,6 +426,7 @@ int run_thunks(const RunOpts *o, const char *path) {
 out:
   trace_file_abort(trace);
   fflush(stdout);
+  for (int k = 0; k < 3; k++) device_specs_free(&specs[k]);
   free(run_ms);
   free(exec_ms);
   free(res);

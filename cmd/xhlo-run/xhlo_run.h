@@ -7,7 +7,8 @@
  *   interp.c   HLO text on the reference interpreter
  *   thunks.c   a compiled artifact (PREFIX.thunks) on the host or a GPU
  *   devices.c  an artifact of several devices, one thread each, on the host
- *              (or one device per process under an MPI launcher)
+ *              or one GPU each (or one device per process under an MPI
+ *              launcher)
  *   mpi.c      runs under an MPI launcher: joining the job, ending a run
  *   common.c   inputs, outputs and expected outputs
  *   trace_file.c  writing --trace's file whole or not at all
@@ -36,6 +37,7 @@ typedef struct RunOpts {
   const char *lib_path;           /* --lib-path: vendor library directories */
   bool no_command_buffers;        /* --command-buffers=off */
   bool no_tf32;                   /* --tf32=off */
+  int streams;                    /* --streams=N; 0: the platform's default */
   bool sync_each_thunk;           /* --sync-each-thunk */
   /* an MPI launcher started this process (xchg_launched): one device per
    * process, device mpi_rank of mpi_size */
@@ -61,7 +63,8 @@ int run_thunks(const RunOpts *o, const char *path);
 /* replica_count and num_partitions from the artifact's original HLO (1
  * where absent). */
 void artifact_devices(const Artifact *a, int64_t *replicas, int64_t *partitions);
-/* Runs every device of the artifact on the host, one thread each. */
+/* Runs every device of the artifact on the host or on one GPU each, one
+ * thread each. */
 int run_thunks_devices(const RunOpts *o, const char *path, const Artifact *a,
                        const char *pname, int64_t replicas, int64_t partitions);
 
@@ -78,7 +81,21 @@ Exchange *mpi_join(const RunOpts *o, int64_t replicas, int64_t partitions,
  * by the process of the device that failed. */
 bool mpi_finish(Exchange *x, bool ok, const char *why, const char *path,
                 int64_t partitions);
-/* Processes of the job on this machine (for sharing its cores). */
+/* mpi_finish, but a failed device's process waits at most grace_s for
+ * the others to end (they may wait for it inside NCCL, where no MPI
+ * message reaches them): then it says so and exits 1, and the launcher
+ * ends the job. */
+bool mpi_finish_within(Exchange *x, bool ok, const char *why, const char *path,
+                       int64_t partitions, int grace_s);
+/* After a run every device finished: every device's result leaves (mine,
+ * nres of them, the same shapes on every device) to the first process,
+ * which gets them all (all[d][k], in a; heap arrays, free each and the
+ * whole); NULL on the others, and on failure (*ok false, printed). */
+Literal ***mpi_gather_results(Exchange *x, Literal **mine, int nres, Arena *a, bool *ok);
+/* This process's place among the job's processes on this machine
+ * (OMPI_COMM_WORLD_LOCAL_RANK, MPI_LOCALRANKID; else its rank), and how
+ * many there are (for sharing its cores and GPUs). */
+int mpi_local_rank(const RunOpts *o);
 int mpi_local_size(const RunOpts *o);
 
 /*
@@ -93,10 +110,33 @@ Literal **gather_inputs(const RunOpts *o, const PtrVec *leaves,
 /* Writes the result leaves (--output or printing) and checks them against
  * --expected-output; returns the exit status. */
 int emit_results(const RunOpts *o, Literal **res, int nres, Arena *a);
+/* Every device's input leaves (vals[d][k] for device d, leaf k of
+ * `leaves`; NULL for tokens) for a module of ndev devices whose global view
+ * is io (NULL: none).  A spec with {d} is each device's own; one without
+ * is every device's when it has the leaf's shape, and is cut into the
+ * devices' shards when it is a global array of the parameter's sharding.
+ * --random-inputs makes global arrays (seed) when io records the global
+ * shapes, else each device's own (seed + d).  only >= 0: device only's
+ * leaves alone (an MPI process's device; the others' stay NULL).  NULL
+ * after printing the problem; free with device_inputs_free. */
+Literal ***gather_device_inputs(const RunOpts *o, const PtrVec *leaves,
+                                const int64_t *bounds, int nbounds,
+                                const SpmdIo *io, int64_t ndev, int64_t only,
+                                Arena *a, const char *path);
+void device_inputs_free(Literal ***vals, int64_t ndev);
+/* The results are global (io records them and no --output or
+ * --expected-output names a device with {d}). */
+bool results_global(const RunOpts *o, const SpmdIo *io);
+/* Puts every device's results (res[d], nres leaves each) together into the
+ * global ones and writes and checks those; returns the exit status. */
+int emit_global_results(const RunOpts *o, const SpmdIo *io,
+                        Literal **const *res, int nres, Arena *a);
 /* The specs of `in` for device dev of a multi-device run: every "{d}"
  * replaced by its number (heap strings; free with device_specs_free). */
 void device_specs(const StrVec *in, int64_t dev, StrVec *out);
 void device_specs_free(StrVec *v);
+/* Whether a thunk sequence (nested ones too) launches kernels. */
+bool artifact_has_kernels(const ThunkSeq *s);
 
 /*
  * trace_file.c

@@ -407,6 +407,21 @@ static bool prepare_backend(HloModule *m, Diag *d) {
   return pipeline_run_list(m, np, pipes, &o, d) && hlo_verify(m, d);
 }
 
+/* The artifact's reference HLO of a module xhloc partitions: the program
+ * every partition runs, as spmd-partitioning made it (the interpreter runs
+ * it for xhlo-run --compare and --platform=interpreter, with the global
+ * inputs and results its attributes describe). */
+static void keep_partitioned(void *arg, const char *pass, const HloModule *m) {
+  char **original = arg;
+  if (!*original || strcmp(pass, "spmd-partitioning") != 0)
+    return;
+  StrBuf b;
+  sb_init(&b);
+  hlo_print_module(&b, m, &print_options_default);
+  free(*original);
+  *original = sb_detach(&b);
+}
+
 /*
  * The pipeline for one file: parse, verify, the HLO passes (stage hlo),
  * print.  Streams the output of each module to out (after a separator when
@@ -439,7 +454,10 @@ static bool compile_file(const char *path, Output *out, bool *wrote, Diag *d) {
     }
     if (opt_stage >= STAGE_HLO) {
       opt_pipeline.module_id = next_module_id++;
+      opt_pipeline.after_pass = keep_partitioned;
+      opt_pipeline.after_pass_arg = &original;
       ok = pipeline_run(mods[i], &opt_pipeline, d) && hlo_verify(mods[i], d);
+      opt_pipeline.after_pass = NULL;
     }
     if (ok && opt_stage >= STAGE_BUFFERS)
       ok = prepare_backend(mods[i], d);

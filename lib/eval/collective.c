@@ -9,7 +9,9 @@
  * member's operands, in group order, so results are the same on every run:
  *   all-reduce       to_apply folded left to right over the members
  *   reduce-scatter   the same, then this member's chunk of dimensions={d}
- *   all-gather       the members' operands concatenated along d
+ *   all-gather       the members' operands concatenated along d (a
+ *                    device alone in its group: its operand, then zeros
+ *                    up to the result's size)
  *   all-to-all       array form: chunk j along d from member j (its chunk
  *                    for this member); tuple form: operand `me` of member j
  *                    as result j
@@ -118,18 +120,26 @@ static bool reduce_leaf(Coll *c, int k, EvalValue *out, int d, int chunks) {
   return ok;
 }
 
-/* all-gather: the members' operands concatenated along d. */
+/* all-gather: the members' operands concatenated along d.  A device alone
+ * in its group whose result is S times its operand along d (XLA's verifier
+ * takes any S when the group has one member: the module's header left the
+ * devices out) has its operand in slot 0 and zeros in the other slots,
+ * where XLA's CPU runtime writes nothing. */
 static bool gather_leaf(Coll *c, int k, EvalValue *out, int d) {
   const Shape *os = c->i->ops[k]->shape;
   int eb = et_bytes(os->et);
   if (d < 0 || d >= os->rank) return bad(c, "bad all-gather dimension");
-  int64_t outer, inner;
+  int64_t outer, inner, slots = c->n;
   split_at(os, d, &outer, &inner);
-  if (out->nbytes != outer * inner * eb * c->n) return bad_size(c);
+  if (c->n == 1 && os->dims[d] > 0 && out->shape->rank == os->rank &&
+      out->shape->dims[d] % os->dims[d] == 0)
+    slots = out->shape->dims[d] / os->dims[d];
+  if (out->nbytes != outer * inner * eb * slots) return bad_size(c);
   size_t cb = (size_t)(inner * eb);
+  if (slots != c->n) memset(out->data, 0, (size_t)out->nbytes);
   for (int64_t o = 0; o < outer; o++)
     for (int m = 0; m < c->n; m++)
-      memcpy(out->data + (o * c->n + m) * cb, PEER(c, m)[k]->data + o * cb, cb);
+      memcpy(out->data + (o * slots + m) * cb, PEER(c, m)[k]->data + o * cb, cb);
   return true;
 }
 

@@ -5,7 +5,8 @@
  * and SPMD shape markers, host offloading markers, device placement) pass
  * their operand through.  TopK sorts each row with its comparator (over
  * value and index, stable) and keeps the first k, as XLA's TopK decomposer
- * does; without a comparator it is the topk op with largest=true.  XLA builder wrappers ("xla_builder.*") run their called
+ * does; without a comparator it is the topk op with largest=true.
+ * SliceToDynamic and SetBound are dynamic.c's.  XLA builder wrappers ("xla_builder.*") run their called
  * computation, which is their definition.  Library calls (cuBLAS, cuDNN,
  * oneDNN GEMMs and convolutions) run as libcall.c says.  AllocateBuffer gives zeros and
  * GetRngSeed the evaluation's seed.  JAX's GPU Threefry kernel
@@ -137,6 +138,8 @@ EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a) {
       shape_compatible(i->shape, i->ops[0]->shape))
     return ev_ref(a[0]);
   if (strcmp(t, "TopK") == 0) return topk(ev, i, a);
+  if (strcmp(t, "SliceToDynamic") == 0) return eval_slice_to_dynamic(ev, i, a);
+  if (strcmp(t, "SetBound") == 0) return eval_set_bound(ev, i, a);
   if (custom_call_is_threefry(i)) return threefry(ev, i, a);
   if (libcall_target(i) != LIBCALL_NONE) return eval_libcall(ev, i, a);
   if (strncmp(t, "xla_builder.", 12) == 0 && i->ncalled == 1)

@@ -16,6 +16,19 @@
  *     dimension's size must equal it), padding set to zero;
  *   - elementwise ops keep their operands' runtime sizes (which must agree;
  *     rank-0 operands broadcast), computing padding lanes on padding;
+ *   - reshape into a shape with one dynamic dimension lays the valid
+ *     elements out as dynamic-reshape does, that dimension's size being
+ *     what the other dimensions leave (XLA's inferred dimension; the
+ *     DynamicPadder test OutputMinorDimensionReshape); into a static shape
+ *     it reshapes the whole buffer, padding included (XLA's CPU: the
+ *     padder leaves a reshape without a dynamic result alone);
+ *   - broadcast and transpose move the sizes with their dimensions;
+ *   - reduce reads padding as its init value (XLA's DynamicPadder masks a
+ *     reduced dynamic dimension with it), its result keeping the runtime
+ *     sizes of the dimensions it keeps;
+ *   - custom-call SliceToDynamic(x, s0, s1, ...) is x with runtime sizes
+ *     s_k (x holds the bound; a static dimension's size must be its bound),
+ *     custom-call SetBound passes its operand (XLA's padder drops it);
  *   - tuples, get-tuple-element, calls, fusions, while, conditional, copies,
  *     optimization barriers and async wrappers pass values through unchanged,
  *     sizes included;
@@ -24,7 +37,9 @@
  * Every other op given a value below its bounds is refused as unsupported
  * ("OP on a value below its dynamic bounds"): it would read padding as if it
  * were data.  XLA's evaluator ignores runtime sizes in those ops; refusing is
- * the only answer that is never wrong.
+ * the only answer that is never wrong.  Sizes are XLA's s32: a size outside
+ * [0, bound] is an error (XLA's Literal checks it; its CPU runtime would
+ * write past the buffer).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -117,12 +132,204 @@ static EvalValue *elementwise(Eval *ev, const HloInstr *i, EvalValue *const *a) 
   return r;
 }
 
+static bool scalar_index(Eval *ev, const HloInstr *i, int k, EvalValue *const *a,
+                         int64_t *out);
+
+/* v (of shape vs, its valid elements row-major over its runtime sizes) laid
+ * out row-major over the sizes out of i's result shape, padding zero; the
+ * sizes must hold as many elements. */
+static EvalValue *relayout(Eval *ev, const HloInstr *i, const EvalValue *v,
+                           const Shape *vs, const int64_t *out) {
+  const Shape *s = i->shape;
+  int64_t in[MAX_RANK], nin = 1, nout = 1;
+  runtime_sizes(v, vs, in);
+  for (int k = 0; k < vs->rank; k++) nin *= in[k];
+  for (int k = 0; k < s->rank; k++) {
+    if (out[k] && nout > INT64_MAX / out[k]) nout = -1;
+    else nout *= out[k];
+  }
+  if (nout != nin) {
+    ev_fail_value(ev, i, "the sizes hold %lld elements, the operand "
+            "%lld", (long long)nout, (long long)nin);
+    return NULL;
+  }
+  int eb = et_bytes(s->et);
+  EvalValue *r = ev_array(ev, s);
+  if (!r) return NULL;
+  uint8_t *dense = ev_scratch(ev, i, nin * eb);
+  if (!dense) {
+    ev_unref(ev, r);
+    return NULL;
+  }
+  /* the valid elements in order, then out at the result's bound strides */
+  static const int64_t zero[MAX_RANK];
+  ev_copy_box(vs->rank, vs->dims, v->data, zero, in, NULL, dense, eb);
+  int64_t sstr[MAX_RANK], dstr[MAX_RANK], st = 1;
+  ev_strides(s, dstr);
+  for (int k = s->rank - 1; k >= 0; k--) {
+    sstr[k] = st;
+    st *= out[k];
+  }
+  ev_copy_strided(s->rank, out, dense, sstr, r->data, dstr, eb);
+  ev_scratch_free(ev, dense, nin * eb);
+  ev_set_dsize(r, out);
+  return r;
+}
+
+/* reshape of a value below its bounds (see the top of the file). */
+static EvalValue *reshape(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *os = i->ops[0]->shape, *s = i->shape;
+  if (!shape_is_array(os) || !shape_is_array(s) || os->et != s->et ||
+      os->rank > MAX_RANK || s->rank > MAX_RANK || ev_elems(os) != ev_elems(s) ||
+      !a[0]->data) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "malformed reshape");
+    return NULL;
+  }
+  int dyn = -1, ndyn = 0;
+  for (int k = 0; k < s->rank; k++)
+    if (s->dyn && s->dyn[k] != DIM_STATIC) {
+      dyn = k;
+      ndyn++;
+    }
+  if (ndyn == 0) return ev_view(ev, a[0], s); /* the whole buffer */
+  if (ndyn > 1) {
+    ev_unsupported(ev, i, "reshape into several dynamic dimensions of a value "
+                   "below its dynamic bounds");
+    return NULL;
+  }
+  int64_t in[MAX_RANK], out[MAX_RANK], nin = 1, rest = 1;
+  runtime_sizes(a[0], os, in);
+  for (int k = 0; k < os->rank; k++) nin *= in[k];
+  for (int k = 0; k < s->rank; k++) {
+    out[k] = s->dims[k];
+    if (k != dyn) rest *= s->dims[k];
+  }
+  out[dyn] = rest ? nin / rest : 0;
+  if (rest ? nin % rest != 0 : nin != 0) {
+    ev_fail_value(ev, i, "the operand's %lld valid elements do not fill "
+                  "dimension %d of the result", (long long)nin, dyn);
+    return NULL;
+  }
+  return relayout(ev, i, a[0], os, out);
+}
+
+/* broadcast and transpose: the bound data moved as usual (padding stays
+ * past each size), the sizes moved with their dimensions. */
+static EvalValue *moved(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *os = i->ops[0]->shape, *s = i->shape;
+  if (!shape_is_array(os) || !shape_is_array(s) || s->rank > MAX_RANK ||
+      i->dims.n != os->rank) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "malformed %s", hlo_op_name(i->op));
+    return NULL;
+  }
+  int64_t in[MAX_RANK], out[MAX_RANK];
+  runtime_sizes(a[0], os, in);
+  for (int k = 0; k < s->rank; k++) out[k] = s->dims[k];
+  for (int k = 0; k < i->dims.n; k++) {
+    int64_t from = i->op == HLO_BROADCAST ? k : i->dims.v[k];
+    int64_t to = i->op == HLO_BROADCAST ? i->dims.v[k] : k;
+    if (from < 0 || from >= os->rank || to < 0 || to >= s->rank) {
+      ev_fail(ev, i, EVAL_ERR_INVALID, "malformed %s", hlo_op_name(i->op));
+      return NULL;
+    }
+    out[to] = in[from];
+  }
+  EvalValue *r = i->op == HLO_BROADCAST ? eval_broadcast(ev, i, a) : eval_transpose(ev, i, a);
+  if (r && (r->refs > 1 || r->borrowed || r->owner)) {
+    EvalValue *c = ev_copy(ev, r, s);
+    ev_unref(ev, r);
+    r = c;
+  }
+  if (r) ev_set_dsize(r, out);
+  return r;
+}
+
+/* Operand v of shape s with every padding element set to the eb-byte init. */
+static void mask_padding(const EvalValue *v, const Shape *s, const uint8_t *init,
+                         uint8_t *dst) {
+  int eb = et_bytes(s->et);
+  int64_t n = ev_elems(s), idx[MAX_RANK] = {0};
+  for (int64_t e = 0; e < n; e++) {
+    bool pad = false;
+    for (int k = 0; k < s->rank; k++) pad |= idx[k] >= v->dsize[k];
+    memcpy(dst + e * eb, pad ? init : v->data + e * eb, (size_t)eb);
+    for (int k = s->rank - 1; k >= 0; k--) {
+      if (++idx[k] < s->dims[k]) break;
+      idx[k] = 0;
+    }
+  }
+}
+
+/* reduce over values below their bounds: padding reads as the init value. */
+static EvalValue *reduce(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  int n = i->nops / 2;
+  if (i->nops % 2 || n < 1 || n > 16) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "malformed reduce");
+    return NULL;
+  }
+  EvalValue *m[32];
+  const int64_t *ds = NULL;
+  bool ok = true;
+  for (int k = 0; k < i->nops; k++) m[k] = NULL;
+  for (int k = 0; ok && k < i->nops; k++) {
+    const Shape *os = i->ops[k]->shape;
+    if (k >= n || !a[k]->dsize) {
+      m[k] = ev_ref(a[k]);
+      continue;
+    }
+    if (!shape_is_array(os) || os->rank > MAX_RANK || !a[k]->data ||
+        !a[n + k]->data || i->ops[n + k]->shape->et != os->et) {
+      ev_fail(ev, i, EVAL_ERR_INVALID, "malformed reduce");
+      ok = false;
+      break;
+    }
+    if (!ds) ds = a[k]->dsize;
+    ok = (m[k] = ev_array_nozero(ev, os)) != NULL; /* at its bounds */
+    if (ok) mask_padding(a[k], os, a[n + k]->data, m[k]->data);
+  }
+  EvalValue *r = ok ? eval_reduce(ev, i, m) : NULL;
+  for (int k = 0; k < i->nops; k++)
+    if (m[k]) ev_unref(ev, m[k]);
+  if (!r || !ds) return r;
+  /* the kept dimensions keep their runtime sizes */
+  int64_t kept[MAX_RANK];
+  const Shape *os = i->ops[0]->shape;
+  int nk = 0;
+  for (int k = 0; k < os->rank; k++) {
+    bool reduced = false;
+    for (int j = 0; j < i->dims.n; j++) reduced |= i->dims.v[j] == k;
+    if (!reduced && nk < MAX_RANK) kept[nk++] = ds[k];
+  }
+  EvalValue *own = r;
+  if (r->refs > 1 || r->borrowed || r->owner) {
+    own = ev_copy(ev, r, r->shape);
+    ev_unref(ev, r);
+    if (!own) return NULL;
+  }
+  for (int t = 0; t < (own->ntuple ? own->ntuple : 1); t++) {
+    EvalValue *leaf = own->ntuple ? own->tuple[t] : own;
+    const Shape *ls = leaf->shape;
+    if (!shape_is_array(ls) || ls->rank != nk || !ls->dyn) continue;
+    int64_t sz[MAX_RANK];
+    for (int k = 0; k < nk; k++)
+      sz[k] = ls->dyn[k] != DIM_STATIC && kept[k] <= ls->dims[k] ? kept[k] : ls->dims[k];
+    ev_set_dsize(leaf, sz);
+  }
+  return own;
+}
+
 EvalValue *eval_dynamic_operands(Eval *ev, const HloInstr *i,
                                  EvalValue *const *a, bool *handled) {
   *handled = false;
   if (passes_values(i->op)) return NULL;
   *handled = true;
   if (ev_is_elementwise_op(i->op)) return elementwise(ev, i, a);
+  if (i->op == HLO_RESHAPE) return reshape(ev, i, a);
+  if (i->op == HLO_BROADCAST || i->op == HLO_TRANSPOSE) return moved(ev, i, a);
+  if (i->op == HLO_REDUCE) return reduce(ev, i, a);
+  if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
+      strcmp(i->cc->target, "SetBound") == 0)
+    return eval_set_bound(ev, i, a);
   char what[96];
   snprintf(what, sizeof what, "%s on a value below its dynamic bounds",
            hlo_op_name(i->op));
@@ -190,9 +397,7 @@ EvalValue *eval_dynamic_reshape(Eval *ev, const HloInstr *i,
             "result dimension and the operand's element type");
     return NULL;
   }
-  int64_t in[MAX_RANK], out[MAX_RANK], nin = 1, nout = 1;
-  runtime_sizes(a[0], os, in);
-  for (int k = 0; k < os->rank; k++) nin *= in[k];
+  int64_t out[MAX_RANK];
   for (int k = 0; k < s->rank; k++) {
     if (!scalar_index(ev, i, 1 + k, a, &out[k])) return NULL;
     bool dyn = s->dyn && s->dyn[k] != DIM_STATIC;
@@ -206,34 +411,60 @@ EvalValue *eval_dynamic_reshape(Eval *ev, const HloInstr *i,
                     (long long)out[k], k, (long long)s->dims[k]);
       return NULL;
     }
-    if (out[k] && nout > INT64_MAX / out[k]) nout = -1;
-    else nout *= out[k];
   }
-  if (nout != nin) {
-    ev_fail_value(ev, i, "the sizes hold %lld elements, the operand "
-            "%lld", (long long)nout, (long long)nin);
+  return relayout(ev, i, a[0], os, out);
+}
+
+/* custom-call SliceToDynamic(x, s0, s1, ...): x (at the result's bounds)
+ * with runtime sizes s_k. */
+EvalValue *eval_slice_to_dynamic(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *os = i->ops[0]->shape, *s = i->shape;
+  if (!shape_is_array(os) || !shape_is_array(s) || os->et != s->et ||
+      os->rank != s->rank || s->rank > MAX_RANK || i->nops != 1 + s->rank ||
+      a[0]->dsize || !a[0]->data) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "SliceToDynamic needs a static operand of "
+            "the result's bounds and one size operand per dimension");
     return NULL;
   }
-  int eb = et_bytes(s->et);
-  EvalValue *r = ev_array(ev, s);
-  if (!r) return NULL;
-  uint8_t *dense = ev_scratch(ev, i, nin * eb);
-  if (!dense) {
-    ev_unref(ev, r);
+  int64_t ds[MAX_RANK];
+  for (int k = 0; k < s->rank; k++) {
+    if (os->dims[k] != s->dims[k]) {
+      ev_fail(ev, i, EVAL_ERR_INVALID, "SliceToDynamic's operand is not at the "
+              "result's bounds");
+      return NULL;
+    }
+    if (!scalar_index(ev, i, 1 + k, a, &ds[k])) return NULL;
+    bool dyn = s->dyn && s->dyn[k] != DIM_STATIC;
+    if (ds[k] < 0 || ds[k] > s->dims[k] || (!dyn && ds[k] != s->dims[k])) {
+      ev_fail_value(ev, i, "size %lld of %s dimension %d outside [%lld, %lld]",
+                    (long long)ds[k], dyn ? "dynamic" : "static", k,
+                    (long long)(dyn ? 0 : s->dims[k]), (long long)s->dims[k]);
+      return NULL;
+    }
+  }
+  EvalValue *r = ev_view(ev, a[0], s);
+  if (r) ev_set_dsize(r, ds);
+  return r;
+}
+
+/* custom-call SetBound: its operand, runtime sizes included. */
+EvalValue *eval_set_bound(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *os = i->ops[0]->shape, *s = i->shape;
+  if (i->nops != 1 || !shape_is_array(os) || !shape_is_array(s) || os->et != s->et ||
+      os->rank != s->rank || s->rank > MAX_RANK || !a[0]->data ||
+      ev_elems(os) != ev_elems(s)) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "SetBound needs one operand of its shape");
     return NULL;
   }
-  /* the valid elements in order, then out at the result's bound strides */
-  static const int64_t zero[MAX_RANK];
-  ev_copy_box(os->rank, os->dims, a[0]->data, zero, in, NULL, dense, eb);
-  int64_t sstr[MAX_RANK], dstr[MAX_RANK], st = 1;
-  ev_strides(s, dstr);
-  for (int k = s->rank - 1; k >= 0; k--) {
-    sstr[k] = st;
-    st *= out[k];
-  }
-  ev_copy_strided(s->rank, out, dense, sstr, r->data, dstr, eb);
-  ev_scratch_free(ev, dense, nin * eb);
-  ev_set_dsize(r, out);
+  for (int k = 0; k < s->rank; k++)
+    if (os->dims[k] != s->dims[k]) {
+      ev_fail(ev, i, EVAL_ERR_INVALID, "SetBound needs one operand of its shape");
+      return NULL;
+    }
+  int64_t ds[MAX_RANK];
+  runtime_sizes(a[0], os, ds);
+  EvalValue *r = ev_view(ev, a[0], s);
+  if (r) ev_set_dsize(r, ds);
   return r;
 }
 

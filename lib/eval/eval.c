@@ -80,6 +80,18 @@ static void plan_free(Plan *p) {
   free(p);
 }
 
+/* An operand that is get-tuple-element of a tuple instruction is the
+ * tuple's operand itself (the same value): the other elements of such a
+ * tuple are then not evaluated unless something else uses them, as XLA's
+ * simplifier and DCE drop them before anything runs. */
+static const HloInstr *forwarded(const HloInstr *o) {
+  while (o && o->op == HLO_GET_TUPLE_ELEMENT && o->nops == 1 && o->ops[0] &&
+         o->ops[0]->op == HLO_TUPLE && o->ops[0]->parent == o->parent &&
+         o->tuple_index >= 0 && o->tuple_index < o->ops[0]->nops)
+    o = o->ops[0]->ops[o->tuple_index];
+  return o;
+}
+
 static Plan *plan_build(Eval *ev, const HloComp *c) {
   if (!c->root) {
     ev_fail(ev, NULL, EVAL_ERR_INVALID, "computation '%s' has no root",
@@ -108,7 +120,7 @@ static Plan *plan_build(Eval *ev, const HloComp *c) {
       state[h] = 1;
     }
     if (f->next < f->i->nops) {
-      const HloInstr *o = f->i->ops[f->next++];
+      const HloInstr *o = forwarded(f->i->ops[f->next++]);
       if (!o || o->parent != c) { bad = true; break; }
       int oh = ptrmap_find(map, cap, o);
       if (map[oh].key) {
@@ -168,7 +180,7 @@ static Plan *plan_build(Eval *ev, const HloComp *c) {
     const HloInstr *i = p->order[s];
     p->opslot[s] = xcalloc((size_t)i->nops + 1, sizeof(int));
     for (int k = 0; k < i->nops; k++) {
-      int slot = map[ptrmap_find(map, cap, i->ops[k])].val;
+      int slot = map[ptrmap_find(map, cap, forwarded(i->ops[k]))].val;
       p->opslot[s][k] = slot;
       p->uses[slot]++;
     }
@@ -644,6 +656,7 @@ bool eval_computation(const HloModule *m, const HloComp *c, int nargs,
   ev->d = d;
   ev->st = st;
   ev->start_time = ev_now();
+  ev->nrng_order = -1;
   *result = NULL;
   bool ok = true;
   if (!c) {
@@ -686,6 +699,7 @@ bool eval_computation(const HloModule *m, const HloComp *c, int nargs,
   for (int k = 0; k < ctx->plans.all.len; k++) plan_free(ctx->plans.all.data[k]);
   vec_free(&ctx->plans.all);
   hashmap_free(&ctx->plans.by_name);
+  ev_rng_free(ev);
   st->peak_bytes = ev->peak_bytes;
   if (ok) st->kind = EVAL_OK;
   else if (st->kind == EVAL_OK) st->kind = EVAL_ERR_INVALID;

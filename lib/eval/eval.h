@@ -39,7 +39,7 @@ typedef struct EvalStatus {
 typedef struct EvalOptions {
   int64_t mem_budget;             /* bytes of live values; <= 0: unlimited */
   double time_budget;             /* seconds; <= 0: unlimited */
-  uint64_t rng_seed;              /* seed of the `rng` op's generator */
+  uint64_t rng_seed;              /* what GetRngSeed gives (the rng op follows XLA's keys) */
   int64_t replica_id, partition_id; /* for replica-id / partition-id */
   /* The devices of a multi-device run meet here (eval_module_devices sets
    * it; lib/support/rendezvous.h); NULL: this device is alone, and
@@ -165,5 +165,39 @@ void io_random_leaves(Arena *a, const PtrVec *leaves, const int64_t *bounds,
 /* One argument per parameter of entry, rebuilt from its flattened leaves
  * (heap array of entry->nparams; tuple nodes in a). */
 Literal **io_entry_args(Arena *a, const HloComp *entry, Literal **leaves);
+
+/*
+ * shard_io.c: global arrays and the shards of a partitioned program.
+ */
+typedef struct SpmdIo {
+  int64_t ndev;                   /* num_partitions */
+  int nparams;                    /* entry parameter leaves (tokens too) */
+  Tiling **param_tiling;          /* per leaf: how a global input is cut;
+                                     NULL: every device takes all of it */
+  Shape **param_global;           /* per leaf: the global shape, from the
+                                     module's record; NULL (the array):
+                                     not recorded */
+  int nresults;                   /* result leaves put together from the
+                                     devices' (0: results are per device) */
+  Tiling **result_tiling;         /* per result leaf; NULL: replicated */
+  Shape **result_global;
+} SpmdIo;
+
+/* The global view of m: its parameters' sharding= attributes and, for a
+ * module spmd-partitioning made, its xhlo.global_parameter_shapes,
+ * xhlo.global_result_shape and xhlo.result_sharding.  False with the error
+ * in d when they cannot be read. */
+bool io_spmd(Arena *a, const HloModule *m, SpmdIo *io, Diag *d);
+/* s is a global array whose shards under t (ceil(dim / tiles) long) have
+ * the shape `local` (t NULL: s is local). */
+bool io_is_global_of(const Shape *s, const Shape *local, const Tiling *t);
+/* Device dev's shard (shape `local`) of a global array; padding past the
+ * array's end is zero. */
+Literal *io_shard(Arena *a, const Literal *global, const Tiling *t,
+                  int64_t dev, const Shape *local);
+/* The global array put together from every device's shard (shards[d] for
+ * device d; t NULL: device 0's is all of it). */
+Literal *io_unshard(Arena *a, Literal *const *shards, const Tiling *t,
+                    const Shape *global);
 
 #endif

@@ -64,7 +64,13 @@ typedef struct Eval {
   int64_t live_bytes, peak_bytes;
   double start_time;
   int depth;                      /* call nesting, bounded */
-  uint64_t rng_counter;           /* `rng` op: elements drawn so far */
+  /* rng and rng-get-and-update-state: each instruction's 128-bit counter
+   * state, as XLA's CPU runtime keeps it (rng.c); the rngs in XLA's
+   * expansion order, found on first use. */
+  struct EvRngState *rng_states;
+  int nrng_states;
+  HloInstr **rng_order;
+  int nrng_order;                 /* -1 until found */
   uint64_t ticks;                 /* for cheap periodic time checks */
   /* Bit k set while an instruction runs: operand k is at its last use and
    * nothing else holds its buffer, so the handler may write its result
@@ -264,6 +270,7 @@ EvalValue *eval_rng(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_rng_bit_generator(Eval *ev, const HloInstr *i,
                                   EvalValue *const *a);
 EvalValue *eval_rng_get_and_update_state(Eval *ev, const HloInstr *i);
+void ev_rng_free(Eval *ev);
 
 /* linalg.c */
 EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a);
@@ -294,7 +301,8 @@ bool ev_is_dynamic(const EvalValue *v);
 void ev_set_dsize(EvalValue *v, const int64_t *dsize);
 /* Called when an operand of i has runtime sizes below its bounds.  Sets
  * *handled and returns i's result (NULL on error: an elementwise op runs
- * and keeps the sizes, any op that would read padding is refused); leaves
+ * and keeps the sizes, reshape lays out the valid elements, reduce reads
+ * padding as its init value, any op that would read padding is refused); leaves
  * *handled false for ops that pass values through unchanged (tuples, calls,
  * control flow, copies, the dynamic-size ops), which then run as usual. */
 EvalValue *eval_dynamic_operands(Eval *ev, const HloInstr *i,
@@ -305,6 +313,10 @@ EvalValue *eval_get_dimension_size(Eval *ev, const HloInstr *i,
                                    EvalValue *const *a);
 EvalValue *eval_dynamic_reshape(Eval *ev, const HloInstr *i,
                                 EvalValue *const *a);
+/* custom-calls SliceToDynamic (a static operand with runtime sizes) and
+ * SetBound (the operand). */
+EvalValue *eval_slice_to_dynamic(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_set_bound(Eval *ev, const HloInstr *i, EvalValue *const *a);
 /* The literal of an array value with runtime sizes: a static shape of those
  * sizes holding the valid elements only. */
 Literal *ev_dynamic_to_literal(Arena *a, const EvalValue *v);

@@ -10,10 +10,12 @@
  * state), emitting four words per counter value in round-robin order.
  * Outputs narrower than 32 bits keep the low bits of a 32-bit draw.
  *
- * The `rng` op is not reproducible across implementations (XLA's evaluator
- * uses std::minstd_rand0 and libstdc++ distributions).  Here it draws from
- * Philox keyed by the evaluation's seed: uniform in [low, high) (floats
- * re-drawn when rounding reaches high), normal by Box-Muller.
+ * The `rng` op draws what XLA's CPU compiler makes of it (XLA's own
+ * evaluator draws from std::minstd_rand0, which nothing reproduces): the
+ * RngExpander's Philox computation keyed by lib/hlo/rng_keys.c, uniform
+ * floats from the top mantissa bits, integers by remainder, normal by
+ * Box-Muller in the type's arithmetic, each rng counting from its own state
+ * as rng-get-and-update-state does.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -220,79 +222,214 @@ EvalValue *eval_rng_bit_generator(Eval *ev, const HloInstr *i, EvalValue *const 
 }
 
 /*
- * The rng op
+ * The rng op, as XLA's CPU compiler runs it: RngExpander's Philox
+ * computation (passes/rng_philox.c builds the same one as HLO), keyed by
+ * hlo_rng_key of the rng's place in the expansion order, counted from the
+ * rng's own 128-bit state.
  */
-static uint32_t next_word(Eval *ev) {
-  uint64_t c = ev->rng_counter++;
-  uint32_t x[4] = {(uint32_t)(c >> 2), (uint32_t)(c >> 34), 0x52414e47u, 0};
-  philox4x32((uint32_t)ev->o.rng_seed, (uint32_t)(ev->o.rng_seed >> 32), x);
-  return x[c & 3];
+typedef struct EvRngState {
+  const HloInstr *i;
+  uint64_t lo, hi;
+} EvRngState;
+
+/* XLA's CPU runtime starts every rng-get-and-update-state at this
+ * (kRngStateInitialValue) and adds its delta at each execution. */
+enum { RNG_STATE_INIT = 0x7012395 };
+
+/* The state of i before this execution; advances it by delta words. */
+static void take_state(Eval *ev, const HloInstr *i, uint64_t delta,
+                       uint64_t *lo, uint64_t *hi) {
+  EvRngState *s = NULL;
+  for (int k = 0; k < ev->nrng_states && !s; k++)
+    if (ev->rng_states[k].i == i) s = &ev->rng_states[k];
+  if (!s) {
+    ev->rng_states = xreallocarray(ev->rng_states, (size_t)ev->nrng_states + 1,
+                                   sizeof *ev->rng_states);
+    s = &ev->rng_states[ev->nrng_states++];
+    *s = (EvRngState){i, RNG_STATE_INIT, 0};
+  }
+  *lo = s->lo;
+  *hi = s->hi;
+  uint64_t nlo = s->lo + delta;
+  s->hi += nlo < s->lo;
+  s->lo = nlo;
 }
 
-static double next_unit(Eval *ev) {   /* [0, 1) with 53 bits */
-  uint64_t hi = next_word(ev), lo = next_word(ev);
-  return (double)(((hi << 32) | lo) >> 11) * 0x1p-53;
+void ev_rng_free(Eval *ev) {
+  free(ev->rng_states);
+  free(ev->rng_order);
+  ev->rng_states = NULL;
+  ev->rng_order = NULL;
+  ev->nrng_states = 0;
+  ev->nrng_order = -1;
+}
+
+static uint64_t rng_key(Eval *ev, const HloInstr *i) {
+  if (ev->nrng_order < 0) ev->nrng_order = hlo_rng_order(ev->m, &ev->rng_order);
+  int k = 0;
+  while (k < ev->nrng_order && ev->rng_order[k] != i) k++;
+  return hlo_rng_key(k);
+}
+
+/* Uniform [lo, hi) of type et (f32 or f64) from draw j of words. */
+static double uniform_at(ElemType et, const uint32_t *words, int64_t j, double lo, double hi) {
+  if (et == ET_F64) {
+    uint64_t b = (uint64_t)words[2 * j] | ((uint64_t)words[2 * j + 1] << 32);
+    double u = (double)(b >> 12) * 0x1p-52;
+    double range = hi - lo;
+    double v = u * range;
+    return v + lo;
+  }
+  float u = (float)(words[j] >> 9) * 0x1p-23f;
+  float range = (float)hi - (float)lo;
+  float v = u * range;
+  return (double)(v + (float)lo);
+}
+
+/* Box-Muller of XLA's prng library on (x0, x1) in type et: y0 (sin) or y1
+ * (cos) by `second`. */
+static double box_muller(ElemType et, double x0, double x1, bool second) {
+  if (et == ET_F64) {
+    double u1 = x0 > (double)1.0e-7f ? x0 : (double)1.0e-7f;
+    double v1 = 2.0 * M_PI * x1;
+    double u2 = sqrt(-2.0 * log(u1));
+    return (second ? cos(v1) : sin(v1)) * u2;
+  }
+  float f0 = (float)x0, f1 = (float)x1;
+  float u1 = f0 > 1.0e-7f ? f0 : 1.0e-7f;
+  float v1 = (float)(2.0 * M_PI) * f1;
+  float l = -2.0f * logf(u1);
+  float u2 = sqrtf(l);
+  return (double)((second ? cosf(v1) : sinf(v1)) * u2);
+}
+
+/* SplitShapeIntoHalves: s as (pre, d, post) around the split dimension d
+ * (the first even, else the largest); a scalar is (1, 1, 1). */
+static void split_halves(const Shape *s, int64_t *pre, int64_t *d, int64_t *post) {
+  *pre = *d = *post = 1;
+  if (s->rank == 0) return;
+  int split = -1;
+  for (int k = 0; k < s->rank && split < 0; k++)
+    if (s->dims[k] % 2 == 0) split = k;
+  if (split < 0) {
+    split = 0;
+    for (int k = 1; k < s->rank; k++)
+      if (s->dims[k] > s->dims[split]) split = k;
+  }
+  for (int k = 0; k < s->rank; k++) {
+    if (k < split) *pre *= s->dims[k];
+    else if (k > split) *post *= s->dims[k];
+  }
+  *d = s->dims[split];
+}
+
+/* NormalFloatingPointDistribution: uniform draws over the split shape
+ * (pre, ceil(d/2), 2, post); output index j along d takes the Box-Muller
+ * pair at half index j / 2, sine for even j, cosine for odd. */
+static void normal(const HloInstr *i, ElemType ct, const uint32_t *words, double mean,
+                   double sigma, EvalValue *r) {
+  const Shape *s = i->shape;
+  int64_t pre, d, post;
+  split_halves(s, &pre, &d, &post);
+  int eb = et_bytes(s->et);
+  for (int64_t p = 0; p < pre; p++)
+    for (int64_t j = 0; j < d; j++)
+      for (int64_t q = 0; q < post; q++) {
+        int64_t h = j / 2, base = ((p * ((d + 1) / 2) + h) * 2) * post + q;
+        double x0 = uniform_at(ct, words, base, 0.0, 1.0);
+        double x1 = uniform_at(ct, words, base + post, 0.0, 1.0);
+        double y = box_muller(ct, x0, x1, j % 2 == 1);
+        double v;
+        if (ct == ET_F64) {
+          double t = sigma * y;
+          v = mean + t;
+        } else {
+          float t = (float)sigma * (float)y;
+          v = (double)((float)mean + t);
+        }
+        ev_set_f64(s->et, r->data + ((p * d + j) * post + q) * eb, v);
+      }
 }
 
 EvalValue *eval_rng(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   const Shape *s = i->shape;
-  if (i->nops != 2 || !shape_is_array(s) || ev_elems(i->ops[0]->shape) != 1 ||
+  if (i->nops < 2 || !shape_is_array(s) || ev_elems(i->ops[0]->shape) != 1 ||
       ev_elems(i->ops[1]->shape) != 1 || i->ops[0]->shape->et != s->et ||
       i->ops[1]->shape->et != s->et) {
     ev_fail(ev, i, EVAL_ERR_INVALID, "malformed rng");
     return NULL;
   }
-  EvalValue *r = ev_array_nozero(ev, s);
-  if (!r) return NULL;
-  int64_t n = ev_elems(s);
-  int eb = et_bytes(s->et);
   ElemType et = s->et;
-  if (et_is_float(et)) {
-    double p = ev_get_f64(et, a[0]->data), q = ev_get_f64(et, a[1]->data);
-    for (int64_t k = 0; k < n; k++) {
-      uint8_t *o = r->data + k * eb;
-      if (i->rng_dist == RNG_NORMAL) {
-        double u1 = next_unit(ev), u2 = next_unit(ev);
-        if (u1 < 1e-300) u1 = 1e-300;
-        ev_set_f64(et, o, p + q * sqrt(-2.0 * log(u1)) * cos(2 * M_PI * u2));
-        continue;
-      }
-      for (int tries = 0;; tries++) {
-        ev_set_f64(et, o, p + (q - p) * next_unit(ev));
-        double v = ev_get_f64(et, o);
-        if ((v >= p && v < q) || tries > 64) break;
-      }
-    }
-  } else if (et_is_int(et) && i->rng_dist == RNG_UNIFORM) {
-    int64_t lo = ev_get_s64(et, a[0]->data), hi = ev_get_s64(et, a[1]->data);
-    uint64_t range = hi > lo ? (uint64_t)hi - (uint64_t)lo : 1;
-    for (int64_t k = 0; k < n; k++) {
-      uint64_t w = ((uint64_t)next_word(ev) << 32) | next_word(ev);
-      ev_set_s64(et, r->data + k * eb, (int64_t)((uint64_t)lo + w % range));
-    }
-  } else if (et == ET_PRED && i->rng_dist == RNG_UNIFORM) {
-    for (int64_t k = 0; k < n; k++) r->data[k] = next_word(ev) & 1;
-  } else {
-    ev_unref(ev, r);
-    ev_unsupported(ev, i, "rng of this distribution and type");
+  /* ConvertSmallFpRngToF32Rng: f16 and bf16 draw in f32 */
+  ElemType ct = et == ET_F16 || et == ET_BF16 ? ET_F32 : et;
+  bool fp = ct == ET_F32 || ct == ET_F64;
+  bool in = ct == ET_S32 || ct == ET_U32 || ct == ET_S64 || ct == ET_U64;
+  if ((i->rng_dist == RNG_NORMAL && !fp) || (i->rng_dist == RNG_UNIFORM && !fp && !in) ||
+      (i->rng_dist != RNG_NORMAL && i->rng_dist != RNG_UNIFORM)) {
+    char what[96];
+    snprintf(what, sizeof what, "rng %s of %s (XLA's expansion has none)",
+             i->rng_dist == RNG_NORMAL ? "rng_normal" : "rng_uniform", et_name(et));
+    ev_unsupported(ev, i, what);
     return NULL;
   }
+  int64_t n = ev_elems(s);
+  int wpe = et_bits(ct) / 32;              /* 32-bit words per element */
+  int64_t drawn = n;                       /* elements the generator makes */
+  if (i->rng_dist == RNG_NORMAL) {
+    int64_t pre, d, post;
+    split_halves(s, &pre, &d, &post);
+    drawn = pre * ((d + 1) / 2) * 2 * post;
+  }
+  uint64_t lo, hi;
+  take_state(ev, i, (uint64_t)(n * wpe), &lo, &hi);
+  uint64_t key = rng_key(ev, i);
+  int64_t nwords = drawn * wpe;
+  uint32_t *words = ev_scratch(ev, i, (nwords + 4) * 4);
+  if (!words) return NULL;
+  philox_words(key, lo, hi, nwords, words);
+  EvalValue *r = ev_array_nozero(ev, s);
+  if (!r) {
+    ev_scratch_free(ev, words, (nwords + 4) * 4);
+    return NULL;
+  }
+  int eb = et_bytes(et);
+  if (fp) {
+    double p = ev_get_f64(et, a[0]->data), q = ev_get_f64(et, a[1]->data);
+    if (i->rng_dist == RNG_NORMAL)
+      normal(i, ct, words, p, q, r);
+    else
+      for (int64_t k = 0; k < n; k++)
+        ev_set_f64(et, r->data + k * eb, uniform_at(ct, words, k, p, q));
+  } else {
+    /* ConvertRandomBitsToUniformInt, wrapping in the type's width */
+    uint64_t mask = wpe == 2 ? ~0ULL : 0xFFFFFFFFULL;
+    uint64_t p = ev_get_u64(et, a[0]->data) & mask, q = ev_get_u64(et, a[1]->data) & mask;
+    uint64_t range = (q - p) & mask;
+    for (int64_t k = 0; k < n; k++) {
+      uint64_t bits = wpe == 2 ? (uint64_t)words[2 * k] | ((uint64_t)words[2 * k + 1] << 32)
+                               : words[k];
+      uint64_t dist = range ? bits % range : bits;
+      uint64_t half = dist >> 1;
+      ev_set_s64(et, r->data + k * eb, (int64_t)((p + half + (dist - half)) & mask));
+    }
+  }
+  ev_scratch_free(ev, words, (nwords + 4) * 4);
   return r;
 }
 
-/* rng-get-and-update-state: (seed, counter) of this evaluation, the counter
- * advancing by the instruction's delta (1 when absent) per call. */
+/* rng-get-and-update-state: this instruction's 128-bit state (low word
+ * first), then advanced by its delta, as XLA's CPU runtime does (a fresh
+ * executable starts at 0x7012395). */
 EvalValue *eval_rng_get_and_update_state(Eval *ev, const HloInstr *i) {
   const Shape *s = i->shape;
   if (!shape_is_array(s) || s->et != ET_U64 || ev_elems(s) != 2) {
     ev_fail(ev, i, EVAL_ERR_INVALID, "rng-get-and-update-state must return u64[2]");
     return NULL;
   }
-  int64_t delta = i->rng_delta;
   EvalValue *r = ev_array_nozero(ev, s);
   if (!r) return NULL;
-  uint64_t v[2] = {ev->o.rng_seed, ev->rng_counter};
+  uint64_t v[2];
+  take_state(ev, i, (uint64_t)i->rng_delta, &v[0], &v[1]);
   memcpy(r->data, v, 16);
-  ev->rng_counter += (uint64_t)delta;
   return r;
 }

@@ -118,6 +118,8 @@ bool shape_is_tuple(const Shape *s);
 bool shape_is_scalar(const Shape *s);
 int64_t shape_elements(const Shape *s);           /* product of dims; -1 on overflow */
 int64_t shape_byte_size(const Shape *s);          /* arrays: elements*bytes; -1 on overflow */
+/* shape_byte_size, plus one s32 size per dimension for a dynamic array. */
+int64_t shape_buffer_size(const Shape *s);
 bool shape_is_dynamic(const Shape *s);
 /* Element of a tuple shape by a path of indices; NULL if out of range. */
 const Shape *shape_subshape(const Shape *s, int depth, const int64_t *index);
@@ -552,6 +554,8 @@ int hlo_parse(const SrcFile *src, const ParseOptions *opts, HloModule ***out,
               Diag *d);
 /* A single shape from text ("f32[2,3]{1,0}"), for tests and the runtime. */
 Shape *hlo_parse_shape(Arena *a, const char *text, Diag *d);
+/* A sharding from its text ("{devices=[2,1]<=[2]}", "{replicated}"). */
+Sharding *hlo_parse_sharding(Arena *a, const char *text, Diag *d);
 /* A literal of the given shape from XLA literal text ("{1, 2}"). */
 Literal *hlo_parse_literal(Arena *a, const Shape *shape, const char *text,
                            Diag *d);
@@ -573,6 +577,8 @@ void hlo_print_module(StrBuf *b, const HloModule *m, const PrintOptions *o);
 bool hlo_write_module(FILE *f, const HloModule *m, const PrintOptions *o);
 void hlo_print_comp(StrBuf *b, const HloComp *c, const PrintOptions *o);
 void hlo_print_instr(StrBuf *b, const HloInstr *i, const PrintOptions *o);
+/* A sharding as sharding={...} has it: "{devices=[2,1]<=[2]}". */
+void hlo_print_sharding(StrBuf *b, const Sharding *s);
 
 /*
  * collective_groups.c: who takes part in a collective, as XLA's
@@ -630,6 +636,51 @@ int hlo_group_participants(CollectiveGroupMode mode, int ngroups,
                            int64_t **devices, char *why, size_t nwhy);
 
 /*
+ * tiling.c: a sharding seen from the devices.  For each of the module's
+ * ndev devices (partitions) the index of its tile along every dimension;
+ * devices with the same indices hold copies of one tile.  A tiled dimension
+ * of length n cut into t tiles has shards of ceil(n / t) elements, the last
+ * ones padded.
+ */
+typedef struct Tiling {
+  int rank;
+  int64_t ndev;
+  int64_t *tiles;                 /* [rank]: tiles along each dimension */
+  int64_t *coord;                 /* [ndev * rank]: device d's tile index
+                                     along dimension k at d * rank + k */
+  bool manual;                    /* every device holds a value of its own
+                                     (shard_map): no tiles, local shapes */
+} Tiling;
+
+Tiling *tiling_new(Arena *a, int rank, int64_t ndev);   /* replicated */
+Tiling *tiling_replicated(Arena *a, int rank, int64_t ndev);
+Tiling *tiling_manual(Arena *a, int rank, int64_t ndev);
+Tiling *tiling_clone(Arena *a, const Tiling *t);
+/* The tiling of an array sharding (replicated, maximal (a copy on every
+ * device), manual, tiled with or without replicated copies) for an array
+ * of this rank on ndev devices; false with the reason in why when it is
+ * none of those, does not fit the rank or does not name each device once. */
+bool tiling_from_sharding(Arena *a, const Sharding *s, int rank, int64_t ndev,
+                          Tiling **out, char *why, size_t nwhy);
+/* The HLO sharding of t: {replicated}, {manual} or devices=[...] (the iota
+ * form when the devices come in order), last_tile_dim_replicate when
+ * several devices share a tile. */
+Sharding *tiling_to_sharding(Arena *a, const Tiling *t);
+bool tiling_is_replicated(const Tiling *t);
+bool tiling_equal(const Tiling *a, const Tiling *b);
+/* Every tile is held by the same number of devices, indices in range. */
+bool tiling_valid(const Tiling *t);
+int64_t tiling_num_tiles(const Tiling *t);
+/* Device d's tile as one row-major number over the tile grid. */
+int64_t tiling_tile_index(const Tiling *t, int64_t d);
+/* The shard's length along dimension k of an array `global` long there. */
+int64_t tiling_shard_dim(const Tiling *t, int k, int64_t global);
+/* The shard's shape (layout kept). */
+Shape *tiling_shard_shape(Arena *a, const Tiling *t, const Shape *global);
+/* Where device d's shard starts along dimension k. */
+int64_t tiling_offset(const Tiling *t, int64_t d, int k, int64_t global);
+
+/*
  * shape_inference.c: the result shape an instruction's operands and
  * attributes give.  Returns NULL (with an error in d at i->loc) when the
  * operands or attributes are invalid for the opcode.  Layouts of the result
@@ -644,6 +695,13 @@ Shape *hlo_infer_shape(Arena *a, const HloInstr *i, Diag *d);
  * definition, one root per computation.  Returns false with the first error.
  */
 bool hlo_verify(const HloModule *m, Diag *d);
+
+/* rng_keys.c: the Philox key XLA's CPU compiler (jaxlib 0.10.2) gives the
+ * k-th rng it expands in a module compiled first in its process (k from 0),
+ * and the rngs of m in the order it expands them (computations and their
+ * instructions in post order; a heap array in *out, returns the count). */
+uint64_t hlo_rng_key(int k);
+int hlo_rng_order(const HloModule *m, HloInstr ***out);
 
 /* custom_call_targets.c: custom-call targets that only annotate their
  * operand (Sharding, SPMD and Shardy markers, MoveToHost/MoveToDevice, ...):

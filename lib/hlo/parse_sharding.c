@@ -256,3 +256,19 @@ bool parse_sharding(Parser *p, Sharding **out) {
   vec_free(&elems);
   return ok;
 }
+
+Sharding *hlo_parse_sharding(Arena *a, const char *text, Diag *d) {
+  Parser p = {0};
+  lex_init(&p.lx, text, strlen(text), false);
+  p.d = d;
+  p.a = a;
+  p.line_ptr = text;
+  p.line_no = 1;
+  lex_next(&p.lx);
+  Sharding *s = NULL;
+  bool ok = parse_sharding(&p, &s);
+  if (ok && ptok(&p) != TK_EOF)
+    ok = perr(&p, "unexpected text after the sharding");
+  vec_free(&p.ints);
+  return ok ? s : NULL;
+}

@@ -457,3 +457,8 @@ void pr_alias_entries(StrBuf *b, const AliasEntry *e, int n, bool with_kind) {
     pr_putc(b, ')');
   }
 }
+
+void hlo_print_sharding(StrBuf *b, const Sharding *s) {
+  pr_sharding(b, s, true);
+  pr_finish(b);
+}

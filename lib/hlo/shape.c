@@ -282,6 +282,15 @@ int64_t shape_byte_size(const Shape *s) {
   return n * eb;
 }
 
+/* A dynamic array's buffer holds it at its bounds, then one s32 runtime
+ * size per dimension (XLA's CPU ShapeSizeBytes). */
+int64_t shape_buffer_size(const Shape *s) {
+  int64_t n = shape_byte_size(s);
+  if (n < 0 || !shape_is_array(s) || !shape_is_dynamic(s))
+    return n;
+  return n + 4 * (int64_t)s->rank;
+}
+
 bool shape_is_dynamic(const Shape *s) {
   if (!s)
     return false;

@@ -407,9 +407,17 @@ static bool check_operand_count(SiCtx *c) {
       return false;
     }
     return true;
-  case HLO_CONVOLUTION: case HLO_RNG:
+  case HLO_CONVOLUTION:
     if (n != 2) {
       si_fail(c, "expects 2 operands, has %d", n);
+      return false;
+    }
+    return true;
+  case HLO_RNG:
+    /* XLA's parser takes any operands after a and b (the MHLO form's
+     * shape operand); its import to MHLO drops them */
+    if (n < 2) {
+      si_fail(c, "expects 2 operands (a and b), has %d", n);
       return false;
     }
     return true;

@@ -262,7 +262,7 @@ static bool check_leaf(Checker *c, const ArtLeaf *l, const char *what, int k) {
   if (s->et == ET_TUPLE)
     return diag_error(c->d, noloc(), "%s: shape %s is a tuple, not a leaf",
                       buf, l->shape);
-  int64_t size = et_is_array(s->et) ? shape_byte_size(s) : 0;
+  int64_t size = et_is_array(s->et) ? shape_buffer_size(s) : 0;
   if (size != l->slice.size)
     return diag_error(c->d, noloc(),
                       "%s: slice of %lld bytes for shape %s (%lld bytes)", buf,

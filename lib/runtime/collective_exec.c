@@ -6,7 +6,9 @@
  * block), the members of its group move bytes with exchanges
  * (lib/support/exchange.h), and each writes its results back into its
  * result slices (in their layouts).  Through host memory, so it works on
- * any platform and any transport.
+ * any platform and any transport.  A collective the platform runs itself
+ * (platform.h: coll_takes, coll_run; NCCL on CUDA) goes to it instead,
+ * after its group's members have met through the exchange.
  *
  * The results are the interpreter's (lib/eval/collective.c), bit for bit,
  * for the reductions XLA's runtimes know (sum, product, min, max:
@@ -20,6 +22,8 @@
  *   reduce-scatter  the same first exchange on this member's chunk of
  *                   dimension d, folded in group order
  *   all-gather      the operand to every member, concatenated along d
+ *                   (alone in its group: the operand, then zeros to the
+ *                   result's size)
  *   all-to-all      chunk j along d to member j (array form); operand j to
  *                   member j (tuple form)
  *   collective-permute  the operand to the members its pairs target; zeros
@@ -39,16 +43,14 @@
  * MiB costs page faults every time. */
 enum { SLOT_IN, SLOT_OUT, SLOT_TMP, SLOT_PACK, NSLOTS };
 
-struct CollExec {
-  const Thunk *t;
-  Shape **in, **out;               /* parsed shapes, n each (ids: out[0]) */
-  int64_t *in_bytes, *out_bytes;
-  struct Slots { uint8_t *p[NSLOTS]; size_t cap[NSLOTS]; } *slots; /* heap */
+struct CollSlots {
+  uint8_t *p[NSLOTS];
+  size_t cap[NSLOTS];
 };
 
 /* Slot k, at least n bytes (its old contents gone). */
 static uint8_t *slot(const CollExec *x, int k, size_t n) {
-  struct Slots *s = x->slots;
+  struct CollSlots *s = x->slots;
   if (s->cap[k] < n + 1) {
     free(s->p[k]);
     s->cap[k] = n + 1 > 2 * s->cap[k] ? n + 1 : 2 * s->cap[k];
@@ -58,7 +60,7 @@ static uint8_t *slot(const CollExec *x, int k, size_t n) {
 }
 
 void coll_free(CollExec *x) {
-  if (!x) return;
+  if (!x || !x->slots) return;
   for (int k = 0; k < NSLOTS; k++) free(x->slots->p[k]);
   free(x->slots);
   x->slots = NULL;
@@ -89,12 +91,7 @@ static Shape *parse(Arena *a, const Thunk *t, const char *text, int64_t size,
   return s;
 }
 
-static CollExec *coll_fail(CollExec *x) {
-  coll_free(x);
-  return NULL;
-}
-
-CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d) {
+CollExec *coll_prepare(Arena *a, const Thunk *t, Platform *p, Diag *d) {
   const CollDesc *c = t->coll;
   if (c->done) {
     err(d, t, "collective thunk '%s' is a done thunk (%s): the executor waits for it",
@@ -103,19 +100,18 @@ CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d) {
   }
   CollExec *x = ARENA_NEW(a, CollExec);
   x->t = t;
-  x->slots = xcalloc(1, sizeof *x->slots);
   int nout = c->n ? c->n : 1;
   x->in = ARENA_ARRAY(a, Shape *, c->n + 1);
   x->out = ARENA_ARRAY(a, Shape *, nout);
   x->in_bytes = ARENA_ARRAY(a, int64_t, c->n + 1);
   x->out_bytes = ARENA_ARRAY(a, int64_t, nout);
   for (int k = 0; k < c->n; k++) {
-    if (!(x->in[k] = parse(a, t, c->in_shape[k], c->in[k].size, d))) return coll_fail(x);
+    if (!(x->in[k] = parse(a, t, c->in_shape[k], c->in[k].size, d))) return NULL;
     x->in_bytes[k] = c->in[k].size;
     if ((c->kind == COLL_ALL_REDUCE || c->kind == COLL_REDUCE_SCATTER) &&
         !eval_combine_supported(x->in[k]->et)) {
       err(d, t, "collective thunk '%s': no reduction for %s", et_name(x->in[k]->et));
-      return coll_fail(x);
+      return NULL;
     }
   }
   for (int k = 0; k < nout; k++) {
@@ -123,9 +119,13 @@ CollExec *coll_prepare(Arena *a, const Thunk *t, Diag *d) {
       x->out_bytes[k] = c->out[k].size;
       continue;
     }
-    if (!(x->out[k] = parse(a, t, c->out_shape[k], c->out[k].size, d))) return coll_fail(x);
+    if (!(x->out[k] = parse(a, t, c->out_shape[k], c->out[k].size, d))) return NULL;
     x->out_bytes[k] = c->out[k].size;
   }
+  x->on_device = c->kind != COLL_REPLICA_ID && c->kind != COLL_PARTITION_ID && p &&
+                 p->coll_takes && p->coll_run && p->coll_takes(p, x);
+  /* staged through host memory: its memory from run to run */
+  if (!x->on_device) x->slots = xcalloc(1, sizeof *x->slots);
   return x;
 }
 
@@ -279,6 +279,18 @@ static bool all_gather(Run *r, int k, const uint8_t *in, uint8_t *out) {
   if (dim < 0 || dim >= is->rank) return run_err(r->d, "bad all-gather dimension");
   split_at(is, dim, &outer, &inner);
   size_t cb = (size_t)(inner * et_bytes(is->et)), size = (size_t)outer * cb;
+  /* alone in its group, the result may be S times the operand (see
+   * lib/eval/collective.c): slot 0, then zeros */
+  const Shape *os = x->out[k];
+  if (n == 1 && is->dims[dim] > 0 && os->rank == is->rank &&
+      os->dims[dim] % is->dims[dim] == 0 && os->dims[dim] != is->dims[dim]) {
+    int64_t slots = os->dims[dim] / is->dims[dim];
+    if ((int64_t)(size * (size_t)slots) != x->out_bytes[k])
+      return run_err(r->d, "result size does not match");
+    memset(out, 0, (size_t)x->out_bytes[k]);
+    unpack(out, in, outer, (size_t)slots * cb, 0, cb);
+    return true;
+  }
   if ((int64_t)(size * (size_t)n) != x->out_bytes[k])
     return run_err(r->d, "result size does not match");
   uint8_t *tmp = outer > 1 ? slot(x, SLOT_TMP, size * (size_t)n) : NULL;
@@ -494,22 +506,72 @@ static bool stage_all_out(const CollExec *x, Platform *p, const DevPtr *out,
   return ok;
 }
 
-bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps *dev,
-              int64_t replica, int64_t partition, const DevPtr *in, const DevPtr *out,
-              Diag *d) {
+bool coll_group_share(const CollGroup *g, void *bytes, size_t len, Diag *d) {
+  if (g->n == 1) return true;
+  char why[320];
+  if (!g->xg) {
+    snprintf(why, sizeof why, "%d devices take part but the run has only this one", g->n);
+    return run_err(d, why);
+  }
+  XchgGroup xg = {.key = g->key, .name = g->name, .members = g->members, .n = g->n,
+                  .me = g->me};
+  if (!xchg_bcast(g->xg, &xg, bytes, len, why, sizeof why)) return run_err(d, why);
+  return true;
+}
+
+/* The members of g meet: each sends every other one byte, so that none
+ * goes on before all have come to this collective, and members that came
+ * to different ones fail with the exchange's message. */
+static bool meet(Exchange *xg, const XchgGroup *g, Diag *d) {
+  if (g->n == 1) return true;
+  char why[320];
+  if (!xg) {
+    snprintf(why, sizeof why, "%d devices take part but the run has only this one", g->n);
+    return run_err(d, why);
+  }
+  uint8_t mine = 1, *theirs = xcalloc((size_t)g->n, 1);
+  const void **send = xcalloc((size_t)g->n, sizeof *send);
+  void **recv = xcalloc((size_t)g->n, sizeof *recv);
+  size_t *sb = xcalloc((size_t)g->n, sizeof *sb), *rb = xcalloc((size_t)g->n, sizeof *rb);
+  for (int j = 0; j < g->n; j++) {
+    send[j] = &mine;
+    recv[j] = theirs + j;
+    sb[j] = rb[j] = 1;
+  }
+  bool ok = xg->exchange(xg, g, send, sb, recv, rb, why, sizeof why);
+  free(theirs);
+  free(send);
+  free(recv);
+  free(sb);
+  free(rb);
+  return ok || run_err(d, why);
+}
+
+/* On the platform's own library: the members meet, then coll_run. */
+static bool run_on_device(CollExec *x, Platform *p, Exchange *xg, int64_t replica,
+                          int64_t partition, const DevPtr *in, const DevPtr *out, Diag *d) {
+  const CollDesc *c = x->t->coll;
+  XchgGroup g;
+  if (!group_of(x, replica, partition, &g, d)) return false;
+  bool ok = true;
+  if (c->kind == COLL_ALL_TO_ALL && c->dim < 0 && c->n != g.n)
+    ok = run_err(d, "a tuple all-to-all needs one operand per participant");
+  CollGroup cg = {.members = g.members, .n = g.n, .me = g.me,
+                  .self = g.members[g.me], .ndev = c->replica_count * c->num_partitions,
+                  .xg = xg, .key = g.key, .name = g.name};
+  ok = ok && meet(xg, &g, d) && p->coll_run(p, x, &cg, in, out, d);
+  free((void *)g.members);
+  return ok;
+}
+
+bool coll_run(CollExec *x, Platform *p, Exchange *xg, int64_t replica, int64_t partition,
+              const DevPtr *in, const DevPtr *out, Diag *d) {
   const CollDesc *c = x->t->coll;
   if (c->kind == COLL_REPLICA_ID || c->kind == COLL_PARTITION_ID) {
     uint32_t v = (uint32_t)(c->kind == COLL_REPLICA_ID ? replica : partition);
     return p->copy_h2d(p, out[0], &v, 4, d);
   }
-  if (dev) {
-    XchgGroup g;
-    if (!group_of(x, replica, partition, &g, d)) return false;
-    bool ok = true, mine = g.n > 1;
-    if (mine) ok = dev->run(dev->impl, p, c, &g, in, out, d);
-    free((void *)g.members);
-    if (mine) return ok;
-  }
+  if (x->on_device) return run_on_device(x, p, xg, replica, partition, in, out, d);
   uint8_t **ins, **outs;
   bool ok = stage_all_in(x, p, in, &ins, &outs, d) &&
             coll_run_host(x, xg, replica, partition, ins, outs, d) &&
@@ -524,7 +586,10 @@ bool coll_run(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps 
  * device's thread (the operands' buffers may be reused as soon as it
  * returns), then a background thread exchanges, computes and writes the
  * results into their slices (buffer assignment keeps them for the -done);
- * the done thunk waits for that thread.
+ * the done thunk waits for that thread.  Anywhere else (a GPU, a collective
+ * of the platform's library, an exchange without background threads) the
+ * -start runs the whole collective, in stream order, and the done thunk
+ * has nothing to wait for.
  */
 struct CollPending {
   const CollExec *x;
@@ -549,14 +614,13 @@ static void *background(void *arg) {
   return NULL;
 }
 
-bool coll_start(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOps *dev,
-                int64_t replica, int64_t partition, const DevPtr *in, const DevPtr *out,
-                CollPending **pending, Diag *d) {
+bool coll_start(CollExec *x, Platform *p, Exchange *xg, int64_t replica, int64_t partition,
+                const DevPtr *in, const DevPtr *out, CollPending **pending, Diag *d) {
   *pending = NULL;
   const CollDesc *c = x->t->coll;
   /* in the background: host memory and an exchange that has threads for it
    * (the host platform's copies are plain memory copies, from any thread) */
-  bool bg = !dev && xg && xg->waiter_new && strcmp(p->name, "host") == 0 &&
+  bool bg = !x->on_device && xg && xg->waiter_new && strcmp(p->name, "host") == 0 &&
             c->kind != COLL_REPLICA_ID && c->kind != COLL_PARTITION_ID;
   XchgGroup g;
   if (bg) {
@@ -564,7 +628,7 @@ bool coll_start(const CollExec *x, Platform *p, Exchange *xg, const CollDeviceOp
     bg = g.n > 1;
     free((void *)g.members);
   }
-  if (!bg) return coll_run(x, p, xg, dev, replica, partition, in, out, d);
+  if (!bg) return coll_run(x, p, xg, replica, partition, in, out, d);
   CollPending *q = xcalloc(1, sizeof *q);
   *q = (CollPending){.x = x, .p = p, .xg = xg, .replica = replica, .partition = partition,
                      .self = (int)(replica * c->num_partitions + partition), .out = out};

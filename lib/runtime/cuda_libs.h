@@ -9,12 +9,14 @@
  * current, so a library call is ordered after every earlier launch and copy
  * and before every later one, as platform.h requires; while a command
  * buffer is recorded, on the stream being captured (the stream argument,
- * a CUstream; NULL: the legacy default stream).  Sectioned by the
- * file that implements each part.
+ * a CUstream; NULL: the legacy default stream).  Collectives go to NCCL
+ * (nccl.c, collective_nccl.c), opened the first time one runs, on the same
+ * stream.  Sectioned by the file that implements each part.
  */
 #ifndef XHLOC_CUDA_LIBS_H
 #define XHLOC_CUDA_LIBS_H
 
+#include "nccl_min.h"
 #include "platform.h"
 
 /*
@@ -86,5 +88,64 @@ typedef struct Cudnn Cudnn;
 bool cudnn_conv(Cudnn **dnn, Platform *p, const char *lib_path, void *stream,
                 const ConvDesc *c, const DevPtr s[CONV_NSLICES], Diag *d);
 void cudnn_free(Cudnn *dnn, Platform *p);  /* NULL is fine */
+
+/*
+ * nccl.c: NCCL and the communicators of one GPU (the Platform.coll_run
+ * hook's library)
+ */
+typedef struct NcclApi {
+  ncclResult_t (*GetVersion)(int *);
+  ncclResult_t (*GetUniqueId)(ncclUniqueId *);
+  ncclResult_t (*CommInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+  ncclResult_t (*CommDestroy)(ncclComm_t);
+  ncclResult_t (*CommCount)(ncclComm_t, int *);
+  ncclResult_t (*CommUserRank)(ncclComm_t, int *);
+  const char *(*GetErrorString)(ncclResult_t);
+  const char *(*GetLastError)(ncclComm_t);          /* optional (2.13) */
+  ncclResult_t (*AllReduce)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                            ncclComm_t, void *stream);
+  ncclResult_t (*AllGather)(const void *, void *, size_t, ncclDataType_t, ncclComm_t,
+                            void *stream);
+  ncclResult_t (*ReduceScatter)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                ncclComm_t, void *stream);
+  ncclResult_t (*Broadcast)(const void *, void *, size_t, ncclDataType_t, int root,
+                            ncclComm_t, void *stream);
+  ncclResult_t (*Send)(const void *, size_t, ncclDataType_t, int peer, ncclComm_t,
+                       void *stream);
+  ncclResult_t (*Recv)(void *, size_t, ncclDataType_t, int peer, ncclComm_t, void *stream);
+  ncclResult_t (*GroupStart)(void);
+  ncclResult_t (*GroupEnd)(void);
+} NcclApi;
+
+typedef struct Nccl Nccl;
+
+/* Opens libnccl.so.2 into *nc (nothing to do when it is open already);
+ * lib_path as for cuda_lib_open.  False with a message naming what was
+ * searched, or the version found when it is older than 2.10. */
+bool nccl_open(Nccl **nc, const char *lib_path, Diag *d);
+const NcclApi *nccl_api(const Nccl *nc);
+/* Checks an NCCL result: the message names the call, ncclGetErrorString's
+ * text and code and NCCL's last error. */
+bool nccl_check(const Nccl *nc, ncclResult_t r, const char *what, Diag *d);
+/* This GPU's communicator with the members of g, made the first time
+ * (every member must ask for it then, each from its own thread: it blocks
+ * until all have), with this device as rank g->me. */
+bool nccl_comm(Nccl *nc, const CollGroup *g, ncclComm_t *out, Diag *d);
+/* Destroys the communicators (NULL is fine). */
+void nccl_free(Nccl *nc);
+
+/*
+ * collective_nccl.c: collective thunks through NCCL (the Platform
+ * coll_takes and coll_run hooks of the CUDA platform)
+ */
+/* Whether NCCL can run collective thunk x (collective_nccl.c's top
+ * comment); false: it is staged through host memory. */
+bool nccl_coll_takes(const CollExec *x);
+/* Runs x as member g->me of g on the stream (a CUstream; NULL: the legacy
+ * default stream): *nc opened and the group's communicator made (and kept
+ * in x->dev) on first use; p copies and fills where NCCL has nothing to
+ * move. */
+bool nccl_coll_run(Nccl **nc, const char *lib_path, Platform *p, void *stream, CollExec *x,
+                   const CollGroup *g, const DevPtr *in, const DevPtr *out, Diag *d);
 
 #endif

@@ -42,12 +42,18 @@ typedef enum CUjit_option_enum {
   CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
 } CUjit_option;
 
+typedef enum CUdevice_attribute_enum {
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+} CUdevice_attribute;
+
 typedef enum CUfunction_attribute_enum {
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
 } CUfunction_attribute;
 
 typedef enum CUevent_flags_enum {
   CU_EVENT_DEFAULT = 0x0,
+  CU_EVENT_DISABLE_TIMING = 0x2,
 } CUevent_flags;
 
 typedef enum CUstream_flags_enum {

@@ -32,8 +32,9 @@
  * and the platform updates it in place.
  *
  * A collective thunk (collective_exec.c) meets the other devices of a
- * multi-device run (executor_set_device); it stays in its place in the
- * schedule, between segments, like a while.
+ * multi-device run (executor_set_device), through host memory or the
+ * platform's collective library (NCCL on the CUDA platform); it stays in
+ * its place in the schedule, between segments, like a while.
  *
  * Profiling wraps each thunk in two platform marks (a pair per nesting
  * depth, one more pair for the run) and adds up its time and calls; tracing
@@ -123,7 +124,6 @@ struct Executor {
   double trace_t0;                /* the first traced run's start, ms */
   double run_origin;              /* this run's start from trace_t0, ms */
   Exchange *xchg;                 /* executor_set_device; NULL: alone */
-  const CollDeviceOps *coll_dev;  /* executor_set_device_collectives */
   int ncolls;
   CollExec **colls;               /* every collective's, to free them */
   int npend;                      /* asynchronous collectives started and
@@ -374,7 +374,7 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
       if (!check_slice(e, c->out[k], "collective result", t, d)) return false;
       x->coll_out[k] = slice_addr(e, c->out[k]);
     }
-    if (!(x->coll = coll_prepare(e->arena, t, d))) return false;
+    if (!(x->coll = coll_prepare(e->arena, t, e->p, d))) return false;
     e->colls = xreallocarray(e->colls, (size_t)e->ncolls + 1, sizeof *e->colls);
     e->colls[e->ncolls++] = x->coll;
     return true;
@@ -465,16 +465,20 @@ static void schedule_segment(Arena *ar, ExecSeq *s, int lo, int hi, Access *acc)
   }
   qsort(lv, (size_t)n, 2 * sizeof *lv, cmp_level);
   ExecThunk *orig = arena_memdup(ar, s->t + lo, sizeof *s->t * (size_t)n);
-  /* within a level: the other thunks first, then the kernels together */
+  /* within a level (in program order): the other thunks before its first
+   * kernel, the kernels together, then the other thunks after it; a level
+   * of one kernel keeps its program order */
   int out = lo;
   for (int a = 0; a < n;) {
-    int b = a;
-    while (b < n && lv[2 * b] == lv[2 * a]) b++;
-    for (int k = a; k < b; k++)
-      if (orig[lv[2 * k + 1]].thunk->kind != THUNK_KERNEL) {
-        s->t[out] = orig[lv[2 * k + 1]];
-        s->t[out++].group = 1;
-      }
+    int b = a, kfirst = -1;
+    while (b < n && lv[2 * b] == lv[2 * a]) {
+      if (kfirst < 0 && orig[lv[2 * b + 1]].thunk->kind == THUNK_KERNEL) kfirst = b;
+      b++;
+    }
+    for (int k = a; k < (kfirst < 0 ? b : kfirst); k++) {
+      s->t[out] = orig[lv[2 * k + 1]];
+      s->t[out++].group = 1;
+    }
     int first = out;
     for (int k = a; k < b; k++)
       if (orig[lv[2 * k + 1]].thunk->kind == THUNK_KERNEL) {
@@ -483,6 +487,11 @@ static void schedule_segment(Arena *ar, ExecSeq *s, int lo, int hi, Access *acc)
         if ((out - first) % MAX_GROUP == 0) first = out;
         s->t[first].group++;
         out++;
+      }
+    for (int k = kfirst < 0 ? b : kfirst; k < b; k++)
+      if (orig[lv[2 * k + 1]].thunk->kind != THUNK_KERNEL) {
+        s->t[out] = orig[lv[2 * k + 1]];
+        s->t[out++].group = 1;
       }
     a = b;
   }
@@ -570,16 +579,19 @@ static Shape *leaf_shape(Executor *e, const ArtLeaf *l, const char *what, int k,
     return NULL;
   }
   const Layout *lay = s->layout;
-  if (shape_is_dynamic(s) ||
+  bool dyn_ok = strcmp(what, "output") == 0 && s->rank <= 64;
+  for (int j = 0; j < s->rank; j++) dyn_ok &= s->dims[j] >= 0;
+  if ((shape_is_dynamic(s) && !dyn_ok) ||
       (lay && (lay->ntiles || lay->element_size_bits || lay->rank != s->rank))) {
-    ex_err(d, "%s %d has shape %s: xhlo-run handles dense static arrays with plain "
-           "minor_to_major layouts only", what, k, l->shape);
+    ex_err(d, "%s %d has shape %s: xhlo-run handles dense arrays with plain "
+           "minor_to_major layouts only (bounded dynamic ones as results)", what, k,
+           l->shape);
     return NULL;
   }
   if (!check_slice(e, l->slice, what, NULL, d)) return NULL;
-  if (shape_byte_size(s) != l->slice.size) {
+  if (shape_buffer_size(s) != l->slice.size) {
     ex_err(d, "the artifact's %s %d (%s) has a %lld-byte slice, its shape needs %lld", what,
-           k, l->shape, (long long)l->slice.size, (long long)shape_byte_size(s));
+           k, l->shape, (long long)l->slice.size, (long long)shape_buffer_size(s));
     return NULL;
   }
   return s;
@@ -737,10 +749,6 @@ void executor_set_device(Executor *e, Exchange *xg, int64_t replica, int64_t par
   e->xchg = xg;
   e->replica = replica;
   e->partition = partition;
-}
-
-void executor_set_device_collectives(Executor *e, const CollDeviceOps *ops) {
-  e->coll_dev = ops;
 }
 
 void executor_set_command_buffers(Executor *e, bool on) {
@@ -985,11 +993,11 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
     const CollDesc *c = t->coll;
     if (c->done) return pend_wait(e, c->async_id, d);
     if (c->async_id < 0)
-      return coll_run(x->coll, p, e->xchg, e->coll_dev, e->replica, e->partition,
-                      x->coll_in, x->coll_out, d);
+      return coll_run(x->coll, p, e->xchg, e->replica, e->partition, x->coll_in, x->coll_out,
+                      d);
     CollPending *q;
-    if (!coll_start(x->coll, p, e->xchg, e->coll_dev, e->replica, e->partition, x->coll_in,
-                    x->coll_out, &q, d))
+    if (!coll_start(x->coll, p, e->xchg, e->replica, e->partition, x->coll_in, x->coll_out,
+                    &q, d))
       return false;
     return pend_add(e, c->async_id, q, d);
   }
@@ -1067,18 +1075,14 @@ static bool run_thunk(Executor *e, const ExecThunk *x, Diag *d) {
 
 /* Kernels x[0..n) launched together (ExecThunk.group). */
 static bool run_group(Executor *e, const ExecThunk *x, int n, Diag *d) {
-  void *kernels[MAX_GROUP];
-  int nargs[MAX_GROUP];
-  const DevPtr *args[MAX_GROUP];
-  const uint32_t *grids[MAX_GROUP];
+  KernelLaunch kl[MAX_GROUP];
   for (int k = 0; k < n; k++) {
-    kernels[k] = x[k].kernel;
-    nargs[k] = x[k].thunk->nargs;
-    args[k] = x[k].args;
-    grids[k] = x[k].thunk->grid;
-    pending_add(e, x[k].thunk);
+    const Thunk *t = x[k].thunk;
+    kl[k] = (KernelLaunch){x[k].kernel, t->nargs, x[k].args, t->grid, t->block,
+                           t->shmem_bytes};
+    pending_add(e, t);
   }
-  if (e->p->launch_group(e->p, n, kernels, nargs, args, grids, d))
+  if (e->p->launch_group(e->p, n, kl, d))
     return true;
   /* the platform's message, naming the group's first kernel */
   return thunk_err(&x[0], d);
@@ -1159,12 +1163,70 @@ static bool queue_outputs(Executor *e, Diag *d) {
   return true;
 }
 
+/* Output leaf k of bounded dynamic shape s from its buffer (n bytes: the
+ * data at the bounds in s's layout, then one s32 size per dimension): the
+ * literal of its runtime sizes holding the valid elements.  Sizes outside
+ * the bounds are refused, as XLA's runtime refuses them. */
+static Literal *dynamic_output(Arena *out, const Shape *s, const uint8_t *buf,
+                               int k, Diag *d) {
+  int64_t data = shape_byte_size(s), sizes[64], n = 1;
+  for (int j = 0; j < s->rank; j++) {
+    int32_t v;
+    memcpy(&v, buf + data + 4 * j, 4);
+    bool dyn = s->dyn && s->dyn[j] != DIM_STATIC;
+    if (v < 0 || v > s->dims[j] || (!dyn && v != s->dims[j])) {
+      ex_err(d, "output %d: runtime size %d of dimension %d is outside [%lld, %lld], the "
+             "bounds of its shape", k, (int)v, j, (long long)(dyn ? 0 : s->dims[j]),
+             (long long)s->dims[j]);
+      return NULL;
+    }
+    sizes[j] = v;
+    n *= v;
+  }
+  /* the whole buffer in row-major order, then the valid box out of it */
+  Shape *bs = shape_clone(out, s);
+  bs->dyn = NULL;
+  uint8_t *rows = xmalloc((size_t)data + 1);
+  if (layout_is_identity(bs))
+    memcpy(rows, buf, (size_t)data);
+  else
+    layout_from_physical(bs, buf, rows);
+  Shape *ls = shape_array(out, s->et, s->rank, sizes);
+  Literal *l = literal_new(out, ls);
+  int eb = et_bytes(s->et);
+  int64_t idx[64] = {0};
+  for (int64_t i = 0; i < n; i++) {
+    int64_t src = 0;
+    for (int j = 0; j < s->rank; j++) src = src * s->dims[j] + idx[j];
+    memcpy(l->data + i * eb, rows + src * eb, (size_t)eb);
+    for (int j = s->rank - 1; j >= 0; j--) {
+      if (++idx[j] < sizes[j]) break;
+      idx[j] = 0;
+    }
+  }
+  free(rows);
+  return l;
+}
+
 static bool download_outputs(Executor *e, Arena *out, Literal **leaves, Diag *d) {
   const Artifact *a = e->a;
   for (int k = 0; k < a->noutputs; k++) {
     const Shape *s = e->out_shapes[k];
     if (s->et == ET_TOKEN) {
       leaves[k] = NULL;
+      continue;
+    }
+    if (shape_is_dynamic(s)) {
+      size_t n = (size_t)a->outputs[k].slice.size;
+      uint8_t *buf = xmalloc(n + 1);
+      bool ok = true;
+      if (e->staged)
+        memcpy(buf, e->stage + e->stage_out[k], n);
+      else
+        ok = e->p->copy_d2h(e->p, buf, slice_addr(e, a->outputs[k].slice), n, d);
+      leaves[k] = ok ? dynamic_output(out, s, buf, k, d) : NULL;
+      free(buf);
+      if (!leaves[k]) return false;
       continue;
     }
     Shape *ls = shape_clone(out, s);

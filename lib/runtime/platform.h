@@ -29,6 +29,18 @@
 typedef uint64_t DevPtr;
 
 typedef struct Platform Platform;
+typedef struct CollExec CollExec;     /* collective_exec.h */
+typedef struct CollGroup CollGroup;
+
+/* One kernel launch of a group (Platform.launch_group). */
+typedef struct KernelLaunch {
+  void *kernel;
+  int nargs;
+  const DevPtr *args;
+  const uint32_t *grid, *block;   /* 3 each */
+  uint32_t shmem_bytes;
+} KernelLaunch;
+
 struct Platform {
   const char *name;               /* "host", "cuda" */
   void *impl;                     /* the platform's own state */
@@ -57,13 +69,12 @@ struct Platform {
                  const uint32_t grid[3], const uint32_t block[3],
                  uint32_t shmem_bytes, Diag *d);
   /* Optional (NULL: the executor launches one kernel at a time): launches
-   * n kernels at once, each as launch would (kernels[k] with nargs[k]
-   * arguments args[k] and grids[k]), which the executor guarantees to be
-   * independent: no byte that one of them writes is read or written by
-   * another.  The host runs all their work units on one parallel loop. */
-  bool (*launch_group)(Platform *p, int n, void *const *kernels, const int *nargs,
-                       const DevPtr *const *args, const uint32_t *const *grids,
-                       Diag *d);
+   * n kernels at once, each as launch would, which the executor guarantees
+   * to be independent: no byte that one of them writes is read or written
+   * by another.  The host runs all their work units on one parallel loop;
+   * CUDA puts them on several streams, forked from and joined back into
+   * its stream by events. */
+  bool (*launch_group)(Platform *p, int n, const KernelLaunch *k, Diag *d);
   bool (*synchronize)(Platform *p, Diag *d);
 
   /* Optional (all four or none; NULL: the executor copies synchronously
@@ -106,12 +117,27 @@ struct Platform {
   bool (*cmdbuf_launch)(Platform *p, void *cb, Diag *d);
   void (*cmdbuf_free)(Platform *p, void *cb);
 
+  /* Optional collectives through the device's own library (the CUDA
+   * platform: NCCL, collective_nccl.c); NULL: every collective thunk is
+   * staged through host memory (collective_exec.c).  coll_takes says once
+   * per thunk, as the executor is made, whether coll_run runs it (false:
+   * staged through host memory, e.g. an element type the library cannot
+   * reduce).  coll_run runs it in stream order as member g->me of group g,
+   * in[k] and out[k] the device addresses of its operand and result
+   * slices; it sees no collective that was not its to take. */
+  bool (*coll_takes)(Platform *p, const CollExec *x);
+  bool (*coll_run)(Platform *p, CollExec *x, const CollGroup *g, const DevPtr *in,
+                   const DevPtr *out, Diag *d);
+
   void (*destroy)(Platform *p);
 };
 
 /* How a platform is set up (xhlo-run's options).  Zero-initialized is the
  * default. */
 typedef struct PlatformOptions {
+  int streams;                    /* CUDA: streams for independent kernels
+                                     (launch_group); 0: the default (4), 1:
+                                     one stream, no launch_group */
   int threads;                    /* host: worker threads for kernels and
                                      oneDNN; 0: XHLO_NUM_THREADS when set,
                                      else one per core */
@@ -121,6 +147,8 @@ typedef struct PlatformOptions {
   bool no_tf32;                   /* CUDA: f32 gemms and convolutions in full
                                      f32 even where the artifact allows TF32
                                      (xhlo-run --tf32=off) */
+  int device;                     /* CUDA: the GPU, by its ordinal (0: the
+                                     first the driver lists) */
 } PlatformOptions;
 
 /*
@@ -130,12 +158,19 @@ typedef struct PlatformOptions {
 Platform *platform_host_new(const PlatformOptions *o, Diag *d);
 
 /*
- * platform_cuda.c: the first CUDA device through libcuda.so.1 (dlopen);
- * library calls through cuBLASLt and cuDNN (cublaslt.c, cudnn.c), opened
- * when the first such thunk is prepared.  NULL with a one-line message when
- * there is no driver or no device.  o may be NULL.
+ * platform_cuda.c: CUDA device o->device (the first when o is NULL) through
+ * libcuda.so.1 (dlopen); library calls through cuBLASLt and cuDNN
+ * (cublaslt.c, cudnn.c), opened when the first such thunk runs, and
+ * collectives through NCCL (nccl.c, collective_nccl.c), opened when the
+ * first collective runs.  Every operation makes the device's context
+ * current on the calling thread first, so the platforms of several GPUs
+ * may be used from one thread or from one thread each.  NULL with a
+ * one-line message when there is no driver or no such device.
  */
 Platform *platform_cuda_new(const PlatformOptions *o, Diag *d);
+/* How many CUDA devices the driver sees; -1 with a message when there is
+ * no driver. */
+int platform_cuda_device_count(Diag *d);
 
 void platform_free(Platform *p);  /* NULL is fine */
 
@@ -169,14 +204,13 @@ void executor_set_sync_each_thunk(Executor *e, bool on);
 /* A multi-device run: this executor is device (replica, partition), and
  * its collective thunks meet the other devices' executors through xg
  * (lib/support/exchange.h: threads of this process sharing the artifact,
- * or the processes of an MPI job).  Unset, collective thunks with more
- * than one participant fail; replica-id and partition-id are 0. */
+ * or the processes of an MPI job).  Collectives the platform runs itself
+ * (coll_takes, coll_run: NCCL) make their communicators through xg too:
+ * the group's first member's unique id goes to the others with
+ * xchg_bcast, over MPI when the devices are processes (one GPU each).
+ * Unset, collective thunks with more than one participant fail;
+ * replica-id and partition-id are 0. */
 void executor_set_device(Executor *e, Exchange *xg, int64_t replica, int64_t partition);
-/* Collectives on device memory instead of staged through the host
- * (collective_exec.h, CollDeviceOps: NCCL); NULL: staged.  ops must
- * outlive the executor. */
-struct CollDeviceOps;
-void executor_set_device_collectives(Executor *e, const struct CollDeviceOps *ops);
 
 /* Command buffers (on by default): on a platform that has them, a
  * COMMAND_BUFFER thunk is recorded the first time it runs and replayed

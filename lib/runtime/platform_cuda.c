@@ -1,12 +1,14 @@
 /*
- * platform_cuda.c - the CUDA platform: the first visible NVIDIA GPU through
- * the Driver API, with libcuda.so.1 opened by dlopen and every entry point
- * looked up by name, so xhlo-run builds and runs (on other platforms) on a
- * machine with no driver and no toolkit.
+ * platform_cuda.c - the CUDA platform: one NVIDIA GPU (PlatformOptions.device,
+ * the first by default) through the Driver API, with libcuda.so.1 opened by
+ * dlopen and every entry point looked up by name, so xhlo-run builds and
+ * runs (on other platforms) on a machine with no driver and no toolkit.
  *
- * The device's primary context is made current; every operation goes to the
- * legacy default stream, so launches, copies and memsets run in program
- * order and a device-to-host copy sees all of them.  The PTX is JIT-compiled
+ * The device's primary context is made current on the calling thread at
+ * the start of every operation (a multi-GPU run makes each GPU's platform
+ * on one thread and runs it on another); every operation goes to the
+ * legacy default stream of that context, so launches, copies and memsets
+ * run in program order and a device-to-host copy sees all of them.  The PTX is JIT-compiled
  * by the driver for the actual GPU; when that fails the message has the
  * JIT's error log and, for a PTX the driver does not know, the PTX's
  * .version and .target beside the driver's CUDA version.  Timer marks are
@@ -23,7 +25,8 @@
  * ...), the names cuda.h's macros map the plain names to.
  *
  * Library calls go to cuBLASLt (cublaslt.c) and cuDNN (cudnn.c), opened the
- * first time a GEMM or convolution runs, on the same stream.
+ * first time a GEMM or convolution runs, on the same stream; collectives to
+ * NCCL (collective_nccl.c, nccl.c), opened the first time one runs.
  *
  * Command buffers are CUDA graphs made by stream capture (the only way to
  * record cuBLASLt and cuDNN calls): cmdbuf_begin starts capturing a private
@@ -36,9 +39,19 @@
  * stream, so it is ordered with every other operation.  The graph entry
  * points are optional: a driver without them has no command buffers (the
  * executor then runs their thunks one by one).
+ *
+ * Several streams: kernels that the executor's schedule finds independent
+ * (one dependence level of a straight run of thunks: launch_group) are
+ * spread over the stream and up to CUDA_DEFAULT_STREAMS - 1 (or
+ * PlatformOptions.streams - 1) non-blocking side streams, forked from the
+ * stream by an event and joined back into it by one event per side stream,
+ * so they may run at the same time; everything else stays in program order
+ * on the one stream.  Inside a capture the same calls give the graph
+ * parallel branches.
  */
 #include <dlfcn.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,6 +63,8 @@
 
 #include "cuda_libs.h"
 
+enum { CUDA_DEFAULT_STREAMS = 4, CUDA_MAX_SIDE_STREAMS = 15 };
+
 typedef struct CudaApi {
   CUresult (*Init)(unsigned int);
   CUresult (*DeviceGetCount)(int *);
@@ -58,6 +73,7 @@ typedef struct CudaApi {
   CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*DevicePrimaryCtxRelease)(CUdevice);
   CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetCurrent)(CUcontext *);
   CUresult (*CtxSynchronize)(void);
   CUresult (*ModuleLoadDataEx)(CUmodule *, const void *, unsigned int, CUjit_option *,
                                void **);
@@ -99,12 +115,17 @@ typedef struct CudaApi {
   /* optional on their own, for messages */
   CUresult (*DriverGetVersion)(int *);
   CUresult (*MemGetInfo)(size_t *, size_t *);
+  CUresult (*DeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
   /* optional on its own: without it a changed graph is re-instantiated */
   CUresult (*GraphExecUpdate)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
+  /* several streams (optional, with the command-buffer group's
+   * StreamCreate): without it every kernel goes to one stream */
+  CUresult (*StreamWaitEvent)(CUstream, CUevent, unsigned int);
 } CudaApi;
 
 /* Symbol names, first choice and fallback (older drivers); optional ones
- * (1: the command-buffer group, 2: on its own, 3: the staging group) may
+ * (1: the command-buffer group, 2: on its own, 3: the staging group, 4:
+ * several streams) may
  * be missing. */
 static const struct {
   const char *name, *alt;
@@ -120,6 +141,7 @@ static const struct {
   SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", NULL),
   SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", "cuDevicePrimaryCtxRelease"),
   SYM(CtxSetCurrent, "cuCtxSetCurrent", NULL),
+  SYM(CtxGetCurrent, "cuCtxGetCurrent", NULL),
   SYM(CtxSynchronize, "cuCtxSynchronize", NULL),
   SYM(ModuleLoadDataEx, "cuModuleLoadDataEx", NULL),
   SYM(ModuleUnload, "cuModuleUnload", NULL),
@@ -156,6 +178,8 @@ static const struct {
   OPT(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, 3),
   OPT(DriverGetVersion, "cuDriverGetVersion", NULL, 2),
   OPT(MemGetInfo, "cuMemGetInfo_v2", NULL, 2),
+  OPT(DeviceGetAttribute, "cuDeviceGetAttribute", NULL, 2),
+  OPT(StreamWaitEvent, "cuStreamWaitEvent", NULL, 4),
 #undef OPT
 #undef SYM
 };
@@ -180,6 +204,14 @@ typedef struct CudaState {
   CUstream stream;                /* where work goes: NULL (the legacy
                                      default stream), or capture while a
                                      command buffer is recorded */
+  int ordinal;                    /* PlatformOptions.device */
+  Nccl *nccl;                     /* opened by the first collective */
+  bool have_streams;              /* StreamWaitEvent (and StreamCreate) */
+  int nside;                      /* launch_group's side streams: kernel k > 0
+                                     of a group goes to side[(k-1) % nside] */
+  CUstream side[CUDA_MAX_SIDE_STREAMS];
+  CUevent fork, join[CUDA_MAX_SIDE_STREAMS];
+  bool side_made;                 /* side, fork and join created */
 } CudaState;
 
 static bool cu_err(Diag *d, const char *fmt, ...) PRINTF_LIKE(2, 3);
@@ -203,8 +235,25 @@ static bool ck(const CudaState *c, CUresult r, const char *what, Diag *d) {
                 text ? ": " : "", text ? text : "");
 }
 
+/* Makes the device's context current on the calling thread (the platforms
+ * of several GPUs may share a thread, and one is used from the thread that
+ * made it and from its device's thread). */
+static bool bind(const CudaState *c, Diag *d) {
+  CUcontext now = NULL;
+  if (c->api.CtxGetCurrent(&now) == CUDA_SUCCESS && now == c->ctx) return true;
+  return ck(c, c->api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent", d);
+}
+
+/* For the operations that cannot fail: a failure shows at the next one. */
+static void bind_quietly(const CudaState *c) {
+  Diag ignored = {0};
+  bind(c, &ignored);
+  diag_clear(&ignored);
+}
+
 static bool cu_alloc(Platform *p, size_t n, DevPtr *out, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   CUdeviceptr m = 0;
   CUresult r = c->api.MemAlloc(&m, n);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
@@ -236,11 +285,13 @@ static void *cu_host_alloc(Platform *p, size_t n, Diag *d) {
 
 static void cu_host_free(Platform *p, void *m) {
   CudaState *c = p->impl;
+  bind_quietly(c);
   c->api.MemFreeHost(m);
 }
 
 static void cu_free(Platform *p, DevPtr m) {
   CudaState *c = p->impl;
+  bind_quietly(c);
   c->api.MemFree((CUdeviceptr)m);
 }
 
@@ -252,18 +303,21 @@ static bool not_recording(const CudaState *c, const char *what, Diag *d) {
 
 static bool cu_h2d(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a host-to-device copy", d)) return false;
   return ck(c, c->api.MemcpyHtoD((CUdeviceptr)dst, src, n), "cuMemcpyHtoD", d);
 }
 
 static bool cu_d2h(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a device-to-host copy", d)) return false;
   return ck(c, c->api.MemcpyDtoH(dst, (CUdeviceptr)src, n), "cuMemcpyDtoH", d);
 }
 
 static bool cu_h2d_async(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a host-to-device copy", d)) return false;
   return ck(c, c->api.MemcpyHtoDAsync((CUdeviceptr)dst, src, n, c->stream),
             "cuMemcpyHtoDAsync", d);
@@ -271,6 +325,7 @@ static bool cu_h2d_async(Platform *p, DevPtr dst, const void *src, size_t n, Dia
 
 static bool cu_d2h_async(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a device-to-host copy", d)) return false;
   return ck(c, c->api.MemcpyDtoHAsync(dst, (CUdeviceptr)src, n, c->stream),
             "cuMemcpyDtoHAsync", d);
@@ -278,6 +333,7 @@ static bool cu_d2h_async(Platform *p, void *dst, DevPtr src, size_t n, Diag *d) 
 
 static bool cu_d2d(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->stream)
     return ck(c, c->api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, c->stream),
               "cuMemcpyDtoDAsync", d);
@@ -286,6 +342,7 @@ static bool cu_d2d(Platform *p, DevPtr dst, DevPtr src, size_t n, Diag *d) {
 
 static bool cu_memset32(Platform *p, DevPtr dst, uint32_t v, size_t count, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->stream)
     return ck(c, c->api.MemsetD32Async((CUdeviceptr)dst, v, count, c->stream),
               "cuMemsetD32Async", d);
@@ -309,13 +366,32 @@ static void ptx_directive(const char *ptx, const char *directive, char *out, siz
   }
 }
 
-/* For a PTX the driver rejects: what the PTX asks for and what the driver
- * is, e.g. "; the PTX is .version 8.7 .target sm_90 and the driver is CUDA
- * 12.2 (cuDriverGetVersion 12020)". */
+/* The GPU's compute capability as sm_XY's number XY; 0 when unknown. */
+static int device_sm(const CudaState *c) {
+  int major = 0, minor = 0;
+  if (!c->api.DeviceGetAttribute ||
+      c->api.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->dev) !=
+          CUDA_SUCCESS ||
+      c->api.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->dev) !=
+          CUDA_SUCCESS)
+    return 0;
+  return major * 10 + minor;
+}
+
+/* For a PTX the driver rejects: what the PTX asks for and what the GPU or
+ * the driver is, e.g. "; the PTX is .version 8.7 .target sm_100a, for a
+ * newer GPU than this one (sm_90): ..." or "; the PTX is .version 8.7
+ * .target sm_90 and the driver is CUDA 12.2 (cuDriverGetVersion 12020)". */
 static void ptx_versions(const CudaState *c, const char *ptx, char *out, size_t cap) {
   char ver[32], target[32];
   ptx_directive(ptx, ".version", ver, sizeof ver);
   ptx_directive(ptx, ".target", target, sizeof target);
+  int sm = device_sm(c), want = 0;
+  if (sm && sscanf(target, "sm_%d", &want) == 1 && want > sm) {
+    snprintf(out, cap, "; the PTX is .version %s .target %s, for a newer GPU than this one "
+             "(sm_%d): compile it for this GPU with xhloc --arch=sm_%d", ver, target, sm, sm);
+    return;
+  }
   int v = 0;
   if (c->api.DriverGetVersion && c->api.DriverGetVersion(&v) == CUDA_SUCCESS)
     snprintf(out, cap, "; the PTX is .version %s .target %s and the driver is CUDA %d.%d "
@@ -331,6 +407,7 @@ static void ptx_versions(const CudaState *c, const char *ptx, char *out, size_t 
 static bool cu_load(Platform *p, const uint8_t *bytes, size_t len, const char *path,
                     Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->mod) c->api.ModuleUnload(c->mod);
   c->mod = NULL;
   free(c->ptx_name);
@@ -384,10 +461,9 @@ static void *cu_kernel(Platform *p, const char *name, Diag *d) {
   return f;
 }
 
-static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
-                      const uint32_t grid[3], const uint32_t block[3],
+static bool launch_on(CudaState *c, CUstream stream, void *kernel, int nargs,
+                      const DevPtr *args, const uint32_t grid[3], const uint32_t block[3],
                       uint32_t shmem_bytes, Diag *d) {
-  CudaState *c = p->impl;
   CUfunction f = kernel;
   if (shmem_bytes > 48 * 1024 &&
       !ck(c, c->api.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -397,19 +473,75 @@ static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
   void **params = xcalloc((size_t)nargs + 1, sizeof *params);
   for (int k = 0; k < nargs; k++) params[k] = (void *)&args[k];
   CUresult r = c->api.LaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                   shmem_bytes, c->stream, params, NULL);
+                                   shmem_bytes, stream, params, NULL);
   free(params);
   return ck(c, r, "cuLaunchKernel", d);
 }
 
+static bool cu_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
+                      const uint32_t grid[3], const uint32_t block[3],
+                      uint32_t shmem_bytes, Diag *d) {
+  CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
+  return launch_on(c, c->stream, kernel, nargs, args, grid, block, shmem_bytes, d);
+}
+
+/* The side streams (non-blocking: no implicit order with the legacy
+ * stream; only the events order them) and the fork and join events
+ * (without timing), made on first use. */
+static bool make_side_streams(CudaState *c, Diag *d) {
+  if (c->side_made) return true;
+  if (!ck(c, c->api.EventCreate(&c->fork, CU_EVENT_DISABLE_TIMING), "cuEventCreate", d))
+    return false;
+  c->side_made = true;            /* what exists is freed by cu_destroy */
+  for (int k = 0; k < c->nside; k++) {
+    if (!ck(c, c->api.StreamCreate(&c->side[k], CU_STREAM_NON_BLOCKING), "cuStreamCreate", d) ||
+        !ck(c, c->api.EventCreate(&c->join[k], CU_EVENT_DISABLE_TIMING), "cuEventCreate", d))
+      return false;
+  }
+  return true;
+}
+
+/* Independent kernels on several streams: the fork event recorded on the
+ * stream, each used side stream waits for it; kernel 0 goes to the stream
+ * itself and kernel k to side stream (k-1) % nside; then each used side
+ * stream records its join event and the stream waits for them all.  The
+ * same calls inside a capture make a graph with parallel branches. */
+static bool cu_launch_group(Platform *p, int n, const KernelLaunch *kl, Diag *d) {
+  CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
+  if (n == 1)
+    return launch_on(c, c->stream, kl[0].kernel, kl[0].nargs, kl[0].args, kl[0].grid,
+                     kl[0].block, kl[0].shmem_bytes, d);
+  if (!make_side_streams(c, d)) return false;
+  int used = n - 1 < c->nside ? n - 1 : c->nside;
+  if (!ck(c, c->api.EventRecord(c->fork, c->stream), "cuEventRecord(fork)", d)) return false;
+  for (int j = 0; j < used; j++)
+    if (!ck(c, c->api.StreamWaitEvent(c->side[j], c->fork, 0), "cuStreamWaitEvent(fork)", d))
+      return false;
+  for (int k = 0; k < n; k++) {
+    CUstream s = k == 0 ? c->stream : c->side[(k - 1) % c->nside];
+    if (!launch_on(c, s, kl[k].kernel, kl[k].nargs, kl[k].args, kl[k].grid, kl[k].block,
+                   kl[k].shmem_bytes, d))
+      return false;
+  }
+  for (int j = 0; j < used; j++)
+    if (!ck(c, c->api.EventRecord(c->join[j], c->side[j]), "cuEventRecord(join)", d) ||
+        !ck(c, c->api.StreamWaitEvent(c->stream, c->join[j], 0), "cuStreamWaitEvent(join)", d))
+      return false;
+  return true;
+}
+
 static bool cu_sync(Platform *p, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a synchronization", d)) return false;
   return ck(c, c->api.CtxSynchronize(), "cuCtxSynchronize", d);
 }
 
 static bool cu_reserve_marks(Platform *p, int n, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (n <= c->nmarks) return true;
   c->marks = xreallocarray(c->marks, (size_t)n, sizeof *c->marks);
   for (; c->nmarks < n; c->nmarks++)
@@ -420,6 +552,7 @@ static bool cu_reserve_marks(Platform *p, int n, Diag *d) {
 
 static bool cu_mark(Platform *p, int m, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (m < 0 || m >= c->nmarks) return cu_err(d, "timer mark %d was not reserved", m);
   if (!not_recording(c, "a timer mark", d)) return false;
   return ck(c, c->api.EventRecord(c->marks[m], NULL), "cuEventRecord", d);
@@ -427,6 +560,7 @@ static bool cu_mark(Platform *p, int m, Diag *d) {
 
 static bool cu_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (from < 0 || to < 0 || from >= c->nmarks || to >= c->nmarks)
     return cu_err(d, "timer marks %d, %d were not reserved", from, to);
   float f = 0;
@@ -440,6 +574,7 @@ static bool cu_elapsed(Platform *p, int from, int to, double *ms, Diag *d) {
 
 static bool cu_gemm(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES], Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->no_tf32 && g->allow_tf32) {
     GemmDesc full = *g;
     full.allow_tf32 = false;
@@ -450,6 +585,7 @@ static bool cu_gemm(Platform *p, const GemmDesc *g, const DevPtr s[GEMM_NSLICES]
 
 static bool cu_conv(Platform *p, const ConvDesc *cd, const DevPtr s[CONV_NSLICES], Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->no_tf32 && cd->allow_tf32) {
     ConvDesc full = *cd;
     full.allow_tf32 = false;
@@ -458,10 +594,23 @@ static bool cu_conv(Platform *p, const ConvDesc *cd, const DevPtr s[CONV_NSLICES
   return cudnn_conv(&c->dnn, p, c->lib_path, c->stream, cd, s, d);
 }
 
+/* ---- collectives: NCCL (collective_nccl.c) ------------------------------- */
+
+static bool cu_coll_takes(Platform *p, const CollExec *x) { return nccl_coll_takes(x); }
+
+static bool cu_coll_run(Platform *p, CollExec *x, const CollGroup *g, const DevPtr *in,
+                        const DevPtr *out, Diag *d) {
+  CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
+  if (!not_recording(c, "a collective", d)) return false;
+  return nccl_coll_run(&c->nccl, c->lib_path, p, c->stream, x, g, in, out, d);
+}
+
 /* ---- command buffers: CUDA graphs by stream capture ---------------------- */
 
 static bool cu_cmdbuf_begin(Platform *p, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (c->stream) return cu_err(d, "CUDA: a command buffer is already being recorded");
   if (!c->capture &&
       !ck(c, c->api.StreamCreate(&c->capture, CU_STREAM_NON_BLOCKING), "cuStreamCreate", d))
@@ -475,6 +624,7 @@ static bool cu_cmdbuf_begin(Platform *p, Diag *d) {
 
 static bool cu_cmdbuf_end(Platform *p, bool keep, void **cb, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!c->stream) return cu_err(d, "CUDA: no command buffer is being recorded");
   c->stream = NULL;
   CUgraph g = NULL;
@@ -507,22 +657,31 @@ static bool cu_cmdbuf_end(Platform *p, bool keep, void **cb, Diag *d) {
 
 static bool cu_cmdbuf_launch(Platform *p, void *cb, Diag *d) {
   CudaState *c = p->impl;
+  if (!bind(c, d)) return false;
   if (!not_recording(c, "a command buffer launch", d)) return false;
   return ck(c, c->api.GraphLaunch((CUgraphExec)cb, NULL), "cuGraphLaunch", d);
 }
 
 static void cu_cmdbuf_free(Platform *p, void *cb) {
   CudaState *c = p->impl;
+  bind_quietly(c);
   c->api.GraphExecDestroy((CUgraphExec)cb);
 }
 
 static void cu_destroy(Platform *p) {
   CudaState *c = p->impl;
+  bind_quietly(c);
+  nccl_free(c->nccl);
   cublaslt_free(c->lt);
   cudnn_free(c->dnn, p);
   free(c->lib_path);
   for (int k = 0; k < c->nmarks; k++) c->api.EventDestroy(c->marks[k]);
   if (c->capture) c->api.StreamDestroy(c->capture);
+  if (c->fork) c->api.EventDestroy(c->fork);
+  for (int k = 0; k < c->nside; k++) {
+    if (c->side[k]) c->api.StreamDestroy(c->side[k]);
+    if (c->join[k]) c->api.EventDestroy(c->join[k]);
+  }
   free(c->marks);
   if (c->mod) c->api.ModuleUnload(c->mod);
   if (c->have_ctx) c->api.DevicePrimaryCtxRelease(c->dev);
@@ -532,8 +691,8 @@ static void cu_destroy(Platform *p) {
   free(c);
 }
 
-/* Opens the driver, picks device 0 and makes its primary context current. */
-static bool cuda_open(CudaState *c, Diag *d) {
+/* Opens libcuda.so.1 and binds its entry points into c. */
+static bool cuda_load(CudaState *c, Diag *d) {
   dlerror();
   c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!c->lib) {
@@ -541,27 +700,51 @@ static bool cuda_open(CudaState *c, Diag *d) {
     return cu_err(d, "cannot load libcuda.so.1: %s; is the NVIDIA driver installed?",
                   why ? why : "dlopen failed");
   }
-  c->have_graphs = c->have_staging = true;
+  c->have_graphs = c->have_staging = c->have_streams = true;
   for (size_t k = 0; k < ARRAY_LEN(cuda_syms); k++) {
     void *sym = dlsym(c->lib, cuda_syms[k].name);
     if (!sym && cuda_syms[k].alt) sym = dlsym(c->lib, cuda_syms[k].alt);
     if (!sym && cuda_syms[k].optional == 1) c->have_graphs = false;
     if (!sym && cuda_syms[k].optional == 3) c->have_staging = false;
+    if (!sym && cuda_syms[k].optional == 4) c->have_streams = false;
     if (!sym && !cuda_syms[k].optional)
       return cu_err(d, "libcuda.so.1 has no %s; the NVIDIA driver is too old",
                     cuda_syms[k].name);
     memcpy((char *)&c->api + cuda_syms[k].off, &sym, sizeof sym);
   }
+  return true;
+}
+
+/* cuInit and the number of devices (0 when the driver sees none). */
+static bool cuda_count(CudaState *c, int *n, Diag *d) {
+  *n = 0;
   CUresult r = c->api.Init(0);
+  if (r == CUDA_ERROR_NO_DEVICE) return true;
+  return ck(c, r, "cuInit", d) && ck(c, c->api.DeviceGetCount(n), "cuDeviceGetCount", d);
+}
+
+/* Opens the driver, picks device c->ordinal and makes its primary context
+ * current. */
+static bool cuda_open(CudaState *c, Diag *d) {
   int n = 0;
-  if (r == CUDA_ERROR_NO_DEVICE || (r == CUDA_SUCCESS && c->api.DeviceGetCount(&n) ==
-                                    CUDA_SUCCESS && n == 0))
-    return cu_err(d, "no CUDA device (the driver is installed but sees no GPU)");
-  if (!ck(c, r, "cuInit", d) || !ck(c, c->api.DeviceGet(&c->dev, 0), "cuDeviceGet", d) ||
+  if (!cuda_load(c, d) || !cuda_count(c, &n, d)) return false;
+  if (n == 0) return cu_err(d, "no CUDA device (the driver is installed but sees no GPU)");
+  if (c->ordinal < 0 || c->ordinal >= n)
+    return cu_err(d, "there is no CUDA device %d: the driver sees %d GPU%s", c->ordinal, n,
+                  n == 1 ? "" : "s");
+  if (!ck(c, c->api.DeviceGet(&c->dev, c->ordinal), "cuDeviceGet", d) ||
       !ck(c, c->api.DevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain", d))
     return false;
   c->have_ctx = true;
   return ck(c, c->api.CtxSetCurrent(c->ctx), "cuCtxSetCurrent", d);
+}
+
+int platform_cuda_device_count(Diag *d) {
+  CudaState c;
+  memset(&c, 0, sizeof c);
+  int n = 0;
+  /* (libcuda stays loaded, as for a platform) */
+  return cuda_load(&c, d) && cuda_count(&c, &n, d) ? n : -1;
 }
 
 Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
@@ -584,9 +767,12 @@ Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
   p->elapsed_ms = cu_elapsed;
   p->gemm = cu_gemm;
   p->conv = cu_conv;
+  p->coll_takes = cu_coll_takes;
+  p->coll_run = cu_coll_run;
   p->destroy = cu_destroy;
   if (o && o->lib_path) c->lib_path = xstrdup(o->lib_path);
   c->no_tf32 = o && o->no_tf32;
+  c->ordinal = o ? o->device : 0;
   bool opened = cuda_open(c, d);
   if (opened && c->have_staging) {
     p->host_alloc = cu_host_alloc;
@@ -594,6 +780,10 @@ Platform *platform_cuda_new(const PlatformOptions *o, Diag *d) {
     p->copy_h2d_async = cu_h2d_async;
     p->copy_d2h_async = cu_d2h_async;
   }
+  c->nside = (o && o->streams > 0 ? o->streams : CUDA_DEFAULT_STREAMS) - 1;
+  if (c->nside > CUDA_MAX_SIDE_STREAMS) c->nside = CUDA_MAX_SIDE_STREAMS;
+  if (opened && c->have_graphs && c->have_streams && c->nside > 0)
+    p->launch_group = cu_launch_group;
   if (opened && c->have_graphs) {
     p->cmdbuf_begin = cu_cmdbuf_begin;
     p->cmdbuf_end = cu_cmdbuf_end;

@@ -151,13 +151,11 @@ static void *host_kernel(Platform *p, const char *name, Diag *d) {
 }
 
 
-static bool host_launch_group(Platform *p, int n, void *const *kernels, const int *nargs,
-                              const DevPtr *const *args, const uint32_t *const *grids,
-                              Diag *d) {
+static bool host_launch_group(Platform *p, int n, const KernelLaunch *kl, Diag *d) {
   HostState *h = p->impl;
   int total_args = 0;
   for (int k = 0; k < n; k++)
-    total_args += nargs[k] + 1;
+    total_args += kl[k].nargs + 1;
   if (total_args > h->nargbuf) {
     h->argbuf = xreallocarray(h->argbuf, (size_t)total_args, sizeof *h->argbuf);
     h->nargbuf = total_args;
@@ -170,14 +168,14 @@ static bool host_launch_group(Platform *p, int n, void *const *kernels, const in
   void **a = h->argbuf;
   int64_t units = 0;
   for (int k = 0; k < n; k++) {
-    for (int j = 0; j < nargs[k]; j++)
-      a[j] = ptr(args[k][j]);
-    a[nargs[k]] = NULL;
+    for (int j = 0; j < kl[k].nargs; j++)
+      a[j] = ptr(kl[k].args[j]);
+    a[kl[k].nargs] = NULL;
     h->group[k].args = a;
-    memcpy(&h->group[k].fn, &kernels[k], sizeof h->group[k].fn);
-    a += nargs[k] + 1;
+    memcpy(&h->group[k].fn, &kl[k].kernel, sizeof h->group[k].fn);
+    a += kl[k].nargs + 1;
     h->group_start[k] = units;
-    units += grids[k][0] ? grids[k][0] : 1;
+    units += kl[k].grid[0] ? kl[k].grid[0] : 1;
   }
   h->group_start[n] = units;
   HostGroup g = {n, h->group, h->group_start};
@@ -191,7 +189,8 @@ static bool host_launch_group(Platform *p, int n, void *const *kernels, const in
 static bool host_launch(Platform *p, void *kernel, int nargs, const DevPtr *args,
                         const uint32_t grid[3], const uint32_t block[3],
                         uint32_t shmem_bytes, Diag *d) {
-  return host_launch_group(p, 1, &kernel, &nargs, &args, &grid, d);
+  KernelLaunch kl = {kernel, nargs, args, grid, block, shmem_bytes};
+  return host_launch_group(p, 1, &kl, d);
 }
 
 static bool host_sync(Platform *p, Diag *d) {

@@ -13,7 +13,11 @@
  * Buffer contents.  Every array lives in its allocation in the physical
  * order of its shape's layout (minor_to_major), et_bytes() bytes per element
  * (pred one byte 0/1, s4/u4 one byte each), little-endian: exactly a
- * Literal's bytes when the layout is the default {rank-1,...,0}.
+ * Literal's bytes when the layout is the default {rank-1,...,0}.  A bounded
+ * dynamic array (f32[<=8,4], only ever an entry result leaf: the
+ * dynamic_padder pass leaves no other) holds its data at its bounds, the
+ * valid elements at the bound's strides, then one s32 runtime size per
+ * dimension (shape_buffer_size); xhlo-run returns the valid elements.
  *
  * The file format (thunk_file.c) is versioned and self-checking: magic and
  * version on the first line, then the sections, then a checksum of every byte

@@ -15,10 +15,12 @@
  *            (OpenMPI's ABI) opened with dlopen, nonblocking sends and
  *            receives between the members' ranks; device d is rank d
  *
- * A transport on device memory (NCCL) sits beside these, in lib/runtime
- * (collective_exec.h, CollDeviceOps), and needs the host exchange only to
- * start: member 0 of a group makes the NCCL unique id and xchg_bcast
- * carries its bytes to the other members.
+ * A platform's own collectives on device memory (NCCL on CUDA:
+ * lib/runtime/collective_exec.h, platform.h's coll_run) sit beside these
+ * and need the exchange only to start and to meet: member 0 of a group
+ * makes the NCCL unique id and xchg_bcast carries its bytes to the other
+ * members, and before each collective the members meet through an
+ * exchange of one byte each.
  *
  * Every transport keeps a run from hanging where it can: a device whose
  * run ends (end) is no longer waited for, a failure abandons the others'

@@ -21,6 +21,9 @@ them.  Not run by the tests (the files are checked in);
 tests/check-collectives.sh runs every case on the interpreter:
 
     /tmp/leadvenv/bin/python testdata/collectives/generate.py
+
+The cases of one and two devices (one_*, two_*) come from their own random
+numbers; `generate.py small` writes only them.
 """
 import os
 import re
@@ -78,6 +81,17 @@ def pmap_case(name, f, *args):
     write_case(name, hlo,
                [[np.asarray(a)[r:r + 1] for r in range(N)] for a in args],
                [[np.asarray(l)[r:r + 1] for r in range(N)] for l in leaves])
+
+
+def pmap_case_n(name, devs, f, *args):
+    """pmap_case over the given devices (fewer than N)."""
+    n = len(devs)
+    pf = jax.pmap(f, axis_name="i", devices=devs)
+    hlo = pf.lower(*args).compile().as_text()
+    leaves = jax.tree_util.tree_leaves(pf(*args))
+    write_case(name, hlo,
+               [[np.asarray(a)[r:r + 1] for r in range(n)] for a in args],
+               [[np.asarray(l)[r:r + 1] for r in range(n)] for l in leaves])
 
 
 def shards(arr, mesh):
@@ -306,7 +320,51 @@ ENTRY e {
 """, [x], [[acc] * 4])
 
 
+# --- one and two devices: what a machine with one or two GPUs runs
+# (tests/gpu/check-collectives-cuda.sh).  XLA keeps a collective of one
+# device; its result is its operand, but it still runs through NCCL.
+
+def small_cases():
+    global rng
+    rng = np.random.default_rng(141)   # apart from the cases above
+    d1, d2 = jax.devices()[:1], jax.devices()[:2]
+    pmap_case_n("one_psum", d1, lambda x: jax.lax.psum(x, "i"), vals((1, 3, 5)))
+    pmap_case_n("one_pmax_pmin", d1,
+                lambda x: (jax.lax.pmax(x, "i"), jax.lax.pmin(x, "i")),
+                vals((1, 6), np.int32))
+    pmap_case_n("one_all_gather", d1,
+                lambda x: jax.lax.all_gather(x, "i", axis=1, tiled=True),
+                vals((1, 2, 3)))
+    pmap_case_n("one_psum_scatter", d1,
+                lambda x: jax.lax.psum_scatter(x, "i", scatter_dimension=0,
+                                               tiled=True),
+                vals((1, 4, 2)))
+    pmap_case_n("one_ppermute", d1,
+                lambda x: jax.lax.ppermute(x, "i", [(0, 0)]), vals((1, 5)))
+    pmap_case_n("one_psum_loop", d1,
+                lambda x: jax.lax.fori_loop(
+                    0, 3, lambda k, v: jax.lax.psum(v, "i") * 0.5 + 1, x),
+                vals((1, 4)))
+    pmap_case_n("two_psum", d2, lambda x: jax.lax.psum(x, "i"), vals((2, 3, 5)))
+    pmap_case_n("two_all_gather", d2,
+                lambda x: jax.lax.all_gather(x, "i", axis=0, tiled=True),
+                vals((2, 2, 3)))
+    pmap_case_n("two_psum_scatter", d2,
+                lambda x: jax.lax.psum_scatter(x, "i", scatter_dimension=1,
+                                               tiled=True),
+                vals((2, 3, 4)))
+    pmap_case_n("two_ppermute", d2,
+                lambda x: jax.lax.ppermute(x, "i", [(0, 1), (1, 0)]),
+                vals((2, 5)))
+    pmap_case_n("two_all_to_all", d2,
+                lambda x: jax.lax.all_to_all(x, "i", 0, 0, tiled=True),
+                vals((2, 4, 3)))
+
+
 def main():
+    if sys.argv[1:] == ["small"]:
+        small_cases()
+        return 0
     devs = np.array(jax.devices()[:N])
     mesh1 = Mesh(devs, ("x",))
     mesh2 = Mesh(devs.reshape(2, 2), ("a", "b"))
@@ -401,6 +459,7 @@ def main():
     compiled_cases()
     variants()
     hand_cases()
+    small_cases()
     return 0
 
 

@@ -357,6 +357,201 @@ def rng():
         print(name, "written")
 
 
+def rng_op():
+    """The rng op as XLA's CPU compiler expands it: uniform draws of every
+    type its expansion takes, one with the MHLO form's extra shape operand,
+    one in a loop body (its state advancing at every iteration) and a lone
+    rng-get-and-update-state; checksums of the bits.  XLA keys an rng with a
+    process-wide generator's next draw (lib/hlo/rng_keys.c), so this must be
+    the first module with an rng that this process compiles."""
+    m = Mod()
+    m.lines = []
+    cases = [("f32", [3, 5], "2", "5"), ("f64", [7], "-1", "1"), ("f16", [9], "0", "1"),
+             ("bf16", [2, 3], "-3", "3"), ("s32", [11], "-5", "1000"),
+             ("u32", [4], "7", "4000000000"), ("s64", [5], str(-2**40), str(2**41)),
+             ("u64", [3], "0", str(2**63 + 12345))]
+    uty = {"f32": "u32", "f64": "u64", "f16": "u16", "bf16": "u16", "s32": "u32",
+           "u32": "u32", "s64": "u64", "u64": "u64"}
+    for k, (ty, dims, lo, hi) in enumerate(cases):
+        dt = f"{ty}[{','.join(map(str, dims))}]"
+        n = int(np.prod(dims))
+        a = m.add(f"{ty}[]", f"constant({lo})")
+        b = m.add(f"{ty}[]", f"constant({hi})")
+        extra = ""
+        if k == 0:
+            extra = ", " + m.add("u64[2]", "constant({3, 5})")
+        r = m.add(dt, f"rng({a}, {b}{extra}), distribution=rng_uniform")
+        flat = m.add(f"{ty}[{n}]", f"reshape({r})")
+        if ty != uty[ty]:
+            flat = m.add(f"{uty[ty]}[{n}]", f"bitcast-convert({flat})")
+        m.checksum(flat, uty[ty], n)
+    st = m.add("u64[2]", "rng-get-and-update-state(), delta=3")
+    m.outs.append(st)
+    m.shapes.append("u64[2]")
+    zero = m.add("s32[]", "constant(0)")
+    acc = m.add("s32[4]", f"broadcast({zero}), dimensions={{}}")
+    init = m.add("(s32[], s32[4])", f"tuple({zero}, {acc})")
+    loop = m.add("(s32[], s32[4])", f"while({init}), condition=cond, body=body")
+    total = m.add("s32[4]", f"get-tuple-element({loop}), index=1")
+    m.checksum(m.add("u32[4]", f"bitcast-convert({total})"), "u32", 4)
+    loops = """cond {
+  c = (s32[], s32[4]) parameter(0)
+  i = s32[] get-tuple-element(c), index=0
+  three = s32[] constant(3)
+  ROOT lt = pred[] compare(i, three), direction=LT
+}
+
+body {
+  c = (s32[], s32[4]) parameter(0)
+  i = s32[] get-tuple-element(c), index=0
+  acc = s32[4] get-tuple-element(c), index=1
+  lo = s32[] constant(0)
+  hi = s32[] constant(100)
+  r = s32[4] rng(lo, hi), distribution=rng_uniform
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  sum = s32[4] add(acc, r)
+  ROOT t = (s32[], s32[4]) tuple(i1, sum)
+}
+"""
+    name = "rng_op"
+    if ONLY and ONLY not in name:
+        return
+    text = m.text(name).replace("\nENTRY e {", "\n" + loops + "\nENTRY e {", 1)
+    got = jax_run(text)
+    lines = ["// The rng op as XLA's CPU compiler expands it (RngExpander, keys from",
+             "// lib/hlo/rng_keys.c, each rng its own state from 0x7012395): uniform",
+             "// " + "; ".join(f"{t}{d} in [{lo}, {hi})" for t, d, lo, hi in cases) + ",",
+             "// the first with the MHLO form's extra operand; a lone",
+             "// rng-get-and-update-state; the sum of an s32[4] rng drawn in each of",
+             "// three loop iterations.  Checksums of the bits; bit-exact.",
+             "// Expected values: XLA on the CPU through JAX "
+             f"{jax.__version__} (testdata/types/generate.py), not xhloc."]
+    for sh, g in zip(m.shapes, got):
+        g = np.atleast_1d(g)
+        if sh == "u64[]":
+            lines.append(f"// EXPECT: u64={int(g[0])}")
+        else:
+            lines.append(f"// EXPECT: {len(g)}xu64=" + " ".join(str(int(v)) for v in g))
+    with open(os.path.join(HERE, name + ".hlo"), "w") as f:
+        f.write("\n".join(lines) + "\n" + text)
+    print(name, "written")
+
+
+def stochastic_convert():
+    """stochastic-convert of f16, f32 and f64 values (a ramp through zero
+    and past every target's range, infinities, NaN) with hashed random bits
+    to signed integers of several widths; checksums."""
+    m = Mod()
+    n = 4096
+    # XLA takes signed integer results only
+    srcs = [("f16", "u16", "0.37", ["s8", "s16", "s32"]),
+            ("f32", "u32", "91.37", ["s8", "s16", "s32", "s64"]),
+            ("f64", "u64", "1234567.89", ["s16", "s32", "s64"])]
+    for ft, rt, step, outs in srcs:
+        i = m.add(f"u32[{n}]", "iota(), iota_dimension=0")
+        i = m.add(f"u32[{n}]", f"add({i}, {m.add(f'u32[{n}]', 'broadcast(p), dimensions={}')})")
+        si = m.add(f"s32[{n}]", f"convert({i})")
+        half = m.add("s32[]", f"constant({n // 2})")
+        si = m.add(f"s32[{n}]", f"subtract({si}, {m.add(f's32[{n}]', f'broadcast({half}), dimensions={{}}')})")
+        x = m.add(f"{ft}[{n}]", f"convert({si})")
+        st = m.add(f"{ft}[]", f"constant({step})")
+        x = m.add(f"{ft}[{n}]", f"multiply({x}, {m.add(f'{ft}[{n}]', f'broadcast({st}), dimensions={{}}')})")
+        sp = m.add(f"{ft}[4]", "constant({inf, -inf, nan, -0})")
+        x = m.add(f"{ft}[{n + 4}]", f"concatenate({x}, {sp}), dimensions={{0}}")
+        h = m.add(f"u32[{n + 4}]", "iota(), iota_dimension=0")
+        kk = m.add("u32[]", "constant(2654435761)")
+        h = m.add(f"u32[{n + 4}]", f"multiply({h}, {m.add(f'u32[{n + 4}]', f'broadcast({kk}), dimensions={{}}')})")
+        r = h if rt == "u32" else m.add(f"{rt}[{n + 4}]", f"convert({h})")
+        if rt == "u64":
+            sh = m.add("u64[]", "constant(32)")
+            hi = m.add(f"u64[{n + 4}]", f"shift-left({r}, {m.add(f'u64[{n + 4}]', f'broadcast({sh}), dimensions={{}}')})")
+            r = m.add(f"u64[{n + 4}]", f"xor({r}, {hi})")
+        for ot in outs:
+            v = m.add(f"{ot}[{n + 4}]", f"stochastic-convert({x}, {r})")
+            ut = "u" + ot[1:] if ot[0] == "s" else ot
+            if ot[0] == "s":
+                v = m.add(f"{ut}[{n + 4}]", f"bitcast-convert({v})")
+            m.checksum(v, ut, n + 4)
+    write("stochastic_convert", [
+        "stochastic-convert: " + "; ".join(f"{ft} (bits {rt}) to {', '.join(o)}"
+                                           for ft, rt, _, o in srcs) + ";",
+        "values a ramp through zero past each target's range, +-inf, NaN, -0;",
+        "random bits hashed from the position; checksums; bit-exact."], m)
+
+
+def hashed(m, ty, dims):
+    """ty[dims]: exact pseudo-random values in [-8, 8) (a multiplicative
+    hash of the position and p, its top 12 bits scaled), no rounding."""
+    n = int(np.prod(dims))
+    i = m.add(f"u32[{n}]", "iota(), iota_dimension=0")
+    i = m.add(f"u32[{n}]", f"add({i}, {m.add(f'u32[{n}]', 'broadcast(p), dimensions={}')})")
+    k = m.add("u32[]", "constant(2654435761)")
+    h = m.add(f"u32[{n}]", f"multiply({i}, {m.add(f'u32[{n}]', f'broadcast({k}), dimensions={{}}')})")
+    sh = m.add("u32[]", "constant(20)")
+    h = m.add(f"u32[{n}]", f"shift-right-logical({h}, {m.add(f'u32[{n}]', f'broadcast({sh}), dimensions={{}}')})")
+    f = m.add(f"f32[{n}]", f"convert({h})")
+    sc = m.add("f32[]", "constant(0.00390625)")
+    f = m.add(f"f32[{n}]", f"multiply({f}, {m.add(f'f32[{n}]', f'broadcast({sc}), dimensions={{}}')})")
+    off = m.add("f32[]", "constant(8)")
+    f = m.add(f"f32[{n}]", f"subtract({f}, {m.add(f'f32[{n}]', f'broadcast({off}), dimensions={{}}')})")
+    if ty != "f32":
+        f = m.add(f"{ty}[{n}]", f"convert({f})")
+    return m.add(f"{ty}[{','.join(map(str, dims))}]", f"reshape({f})")
+
+
+def host_tree_reductions():
+    """Reductions XLA's CPU splits into windows of 32 (TreeReductionRewriter):
+    the host artifact computes them in the same order, bit for bit; the
+    interpreter keeps XLA's evaluator's order (one pass, in order), so these
+    are checked on the host only (testdata/types/host/)."""
+    m = Mod()
+    comps = []
+    cases = [("f16", [64, 512], [1], "add", "0"), ("f16", [3, 5000], [1], "add", "0"),
+             ("bf16", [40, 70], [0, 1], "add", "0"), ("f16", [7, 100], [1], "maximum", "-inf"),
+             ("f32", [8, 100], [1], "add", "P"), ("s32", [4, 100], [1], "add", "P"),
+             ("bf16", [6, 33, 5], [1], "multiply", "1")]
+    for k, (ty, dims, rdims, op, init) in enumerate(cases):
+        comps.append(f"r{k} {{\n  a = {ty}[] parameter(0)\n  b = {ty}[] parameter(1)\n"
+                     f"  ROOT s = {ty}[] {op}(a, b)\n}}\n")
+        if ty == "s32":
+            x = m.add(f"s32[{','.join(map(str, dims))}]",
+                      f"convert({hashed(m, 'f32', dims)})")
+        else:
+            x = hashed(m, ty, dims)
+        if init == "P":   # an init that is not the identity, from p
+            iv = m.add(f"{ty}[]", "convert(p)")
+            three = m.add(f"{ty}[]", "constant(3)")
+            iv = m.add(f"{ty}[]", f"add({iv}, {three})")
+        else:
+            iv = m.add(f"{ty}[]", f"constant({init})")
+        odims = [d for j, d in enumerate(dims) if j not in rdims]
+        n = int(np.prod(odims)) if odims else 1
+        r = m.add(f"{ty}[{','.join(map(str, odims))}]",
+                  f"reduce({x}, {iv}), dimensions={{{','.join(map(str, rdims))}}}, to_apply=r{k}")
+        flat = m.add(f"{ty}[{n}]", f"reshape({r})")
+        uty = UINT[FBITS.get(ty, 32)]
+        m.checksum(m.add(f"{uty}[{n}]", f"bitcast-convert({flat})"), uty, n)
+    name = "tree_reductions"
+    if ONLY and ONLY not in name:
+        return
+    text = m.text(name).replace("\nENTRY e {", "\n" + "\n".join(comps) + "\nENTRY e {", 1)
+    got = jax_run(text, np.uint32(0))
+    lines = ["// Reductions XLA's CPU splits into windows of 32 (tree-reduction-rewriter):",
+             "// " + "; ".join(f"{op} {t}{d} over {r} init {i}" for t, d, r, op, i in cases) + ";",
+             "// P: p + 3, not the identity (applied once per window and once more).",
+             "// Host only: the interpreter reduces in one pass as XLA's evaluator does.",
+             "// Checksums of the bits; bit-exact.",
+             "// Expected values: XLA on the CPU through JAX "
+             f"{jax.__version__} (testdata/types/generate.py), not xhloc.",
+             "// INPUT: u32=0"]
+    lines += [f"// EXPECT: u64={int(g)}" for g in got]
+    os.makedirs(os.path.join(HERE, "host"), exist_ok=True)
+    with open(os.path.join(HERE, "host", name + ".hlo"), "w") as f:
+        f.write("\n".join(lines) + "\n" + text)
+    print(name, [int(g) for g in got])
+
+
 def select_and_scatter():
     """select-and-scatter with overlapping windows, padding, strides and
     many ties (operand values (7k mod 5)), selecting
@@ -448,6 +643,9 @@ ENTRY e {
 
 
 if __name__ == "__main__":
+    rng_op()  # first: no module with an rng may be compiled before it
+    stochastic_convert()
+    host_tree_reductions()
     reduce_precision()
     f8_converts()
     f8_arith()

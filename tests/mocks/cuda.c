@@ -18,6 +18,13 @@
  * would join the capture implicitly.  Freed memory is poisoned (0xa5) and
  * never reused, so a graph that kept stale addresses computes garbage.
  * mock_cuda_defer lets the mock libraries put their work into a capture.
+ * Several streams, as CUDA captures them: a stream that waits
+ * (cuStreamWaitEvent) for an event recorded on a captured stream joins that
+ * capture (its work becomes nodes of the same graph); cuStreamEndCapture on
+ * the stream that began it fails with 904 (CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+ * unless every joined stream's last work was waited for by the origin
+ * (its event recorded after that work and waited on by the origin stream),
+ * and ends the capture of them all.
  *
  * Pinned host memory (cuMemAllocHost) and the async host copies are logged
  * with their sizes.  Failures can be injected from the environment, for
@@ -32,10 +39,27 @@
  *                                illegal address shows
  *   MOCK_CUDA_DRIVER_VERSION=N   what cuDriverGetVersion says (default 12020)
  * mock_fault(kernel) does what MOCK_CUDA_FAULT does, for test drivers.
+ *
+ * Several GPUs (for the NCCL tests): MOCK_CUDA_DEVICES=N (read by cuInit;
+ * default 1) devices, each with its primary context; the current context
+ * is the calling thread's (cuCtxSetCurrent), as with the real driver.
+ * Device memory belongs to the device current when it was allocated, and a
+ * copy, memset or kernel given another device's memory fails with
+ * CUDA_ERROR_INVALID_VALUE (logged), as does an allocation with no current
+ * context (CUDA_ERROR_INVALID_CONTEXT); the mock NCCL asks
+ * mock_cuda_ptr_device and mock_cuda_current_device.  Stream capture is per
+ * device.  The driver is thread-safe: the device threads of a multi-GPU
+ * run call it at once.
  */
+#include <pthread.h>
 #include <time.h>
 
 #include "mock_util.h"
+
+enum { MAXDEV = 16 };
+static int ndevices = 1;
+static __thread int cur = -1;     /* the current context's device */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 typedef int CUresult;
 typedef unsigned long long CUdeviceptr;
@@ -90,8 +114,22 @@ typedef struct Graph {
 typedef struct Stream {
   unsigned flags;
   Graph *capture;                 /* non-NULL while capturing */
+  bool forked;                    /* joined a capture begun on another stream */
+  int work;                       /* work issued to it (captured or not) */
+  int joined_work;                /* its work the origin has waited for */
 } Stream;
-static int capturing;             /* streams being captured */
+static int capturing_on[MAXDEV];  /* streams being captured, per device */
+#define capturing capturing_on[cur < 0 ? 0 : cur]
+/* An event: the monotonic time of its last record (first, as the profile
+ * tests read it), the stream and how much of its work it followed. */
+typedef struct Event {
+  double ms;
+  Stream *stream;
+  int work;
+  Graph *capture;                 /* the capture it was recorded in */
+} Event;
+enum { MAX_STREAMS = 64 };
+static Stream *streams[MAX_STREAMS];
 
 static void add_node(Graph *g, Node nd) {
   g->nodes = realloc(g->nodes, sizeof *g->nodes * (size_t)(g->n + 1));
@@ -123,6 +161,7 @@ static void run_node(const Node *nd) {
  * CUDA_ERROR_STREAM_CAPTURE_IMPLICIT). */
 static CUresult issue(void *stream, Node nd, const char *what) {
   Stream *s = stream;
+  if (s) s->work++;
   if (s && s->capture) {
     mock_log("%s captured", what);
     add_node(s->capture, nd);
@@ -151,12 +190,23 @@ int mock_cuda_defer(void *stream, void (*fn)(void *), void *arg) {
 CUresult cuStreamCreate(void **out, unsigned flags) {
   Stream *s = calloc(1, sizeof *s);
   s->flags = flags;
+  pthread_mutex_lock(&mu);
+  for (int k = 0; k < MAX_STREAMS; k++)
+    if (!streams[k]) {
+      streams[k] = s;
+      break;
+    }
+  pthread_mutex_unlock(&mu);
   *out = s;
   mock_log("cuStreamCreate flags=%u", flags);
   return 0;
 }
 CUresult cuStreamDestroy_v2(void *s) {
   mock_log("cuStreamDestroy");
+  pthread_mutex_lock(&mu);
+  for (int k = 0; k < MAX_STREAMS; k++)
+    if (streams[k] == s) streams[k] = NULL;
+  pthread_mutex_unlock(&mu);
   free(s);
   return 0;
 }
@@ -173,7 +223,22 @@ CUresult cuStreamBeginCapture_v2(void *stream, int mode) {
 }
 CUresult cuStreamEndCapture(void *stream, void **out) {
   Stream *s = stream;
-  if (!s || !s->capture) return 1;
+  if (!s || !s->capture || s->forked) return 1;
+  for (int k = 0; k < MAX_STREAMS; k++) {
+    Stream *f = streams[k];
+    if (f && f != s && f->capture == s->capture && f->work != f->joined_work) {
+      mock_log("cuStreamEndCapture: a forked stream is not joined");
+      return 904;
+    }
+  }
+  for (int k = 0; k < MAX_STREAMS; k++) {
+    Stream *f = streams[k];
+    if (f && f != s && f->capture == s->capture) {
+      f->capture = NULL;
+      f->forked = false;
+      capturing--;
+    }
+  }
   mock_log("cuStreamEndCapture nodes=%d", s->capture->n);
   *out = s->capture;
   s->capture = NULL;
@@ -241,12 +306,39 @@ CUresult cuGraphExecDestroy(void *x) {
 
 /* ---- the rest of the driver ----------------------------------------------- */
 /* The sizes of the blocks handed out, to poison them when freed. */
-static struct { CUdeviceptr p; size_t n; } *blocks;
+static struct { CUdeviceptr p; size_t n; int dev; } *blocks;
 static int nblocks;
+
+/* The device whose memory holds p; -1: none's (host memory). */
+static int owner(CUdeviceptr p) {
+  int dev = -1;
+  pthread_mutex_lock(&mu);
+  for (int k = 0; k < nblocks && dev < 0; k++)
+    if (p >= blocks[k].p && p < blocks[k].p + blocks[k].n) dev = blocks[k].dev;
+  pthread_mutex_unlock(&mu);
+  return dev;
+}
+
+MOCK_EXPORT int mock_cuda_ptr_device(unsigned long long p);
+int mock_cuda_ptr_device(unsigned long long p) { return owner(p); }
+MOCK_EXPORT int mock_cuda_current_device(void);
+int mock_cuda_current_device(void) { return cur; }
+
+/* Fails (CUDA_ERROR_INVALID_VALUE, logged) when p is another device's
+ * memory than the current one's. */
+static CUresult mine(CUdeviceptr p, const char *what) {
+  int dev = owner(p);
+  if (dev < 0 || dev == cur) return 0;
+  mock_log("%s: memory of device %d used on device %d", what, dev, cur);
+  return 1;
+}
 
 
 CUresult cuInit(unsigned f) {
   const char *fail = getenv("MOCK_CUDA_FAIL"), *fault = getenv("MOCK_CUDA_FAULT");
+  const char *ndev = getenv("MOCK_CUDA_DEVICES");
+  if (ndev) ndevices = atoi(ndev) < 0 ? 0 : atoi(ndev) > MAXDEV ? MAXDEV : atoi(ndev);
+  if (ndevices == 0) return 100;  /* CUDA_ERROR_NO_DEVICE */
   if (fail && strchr(fail, ':')) {
     char name[128];
     snprintf(name, sizeof name, "%.*s", (int)(strchr(fail, ':') - fail), fail);
@@ -265,12 +357,26 @@ CUresult cuMemGetInfo_v2(size_t *fr, size_t *total) {
   *total = (size_t)80 << 30;
   return 0;
 }
-CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
-CUresult cuDeviceGet(int *d, int i) { *d = i; return i ? 101 : 0; }
+CUresult cuDeviceGetCount(int *n) { *n = ndevices; return 0; }
+CUresult cuDeviceGet(int *d, int i) { *d = i; return i < 0 || i >= ndevices ? 101 : 0; }
 CUresult cuDeviceGetName(char *s, int n, int d) { snprintf(s, (size_t)n, "mock"); return 0; }
-CUresult cuDevicePrimaryCtxRetain(void **c, int d) { *c = (void *)1; return 0; }
+/* device d's primary context is the pointer d + 1 */
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
+  if (d < 0 || d >= ndevices) return 101;
+  *c = (void *)(uintptr_t)(d + 1);
+  return 0;
+}
 CUresult cuDevicePrimaryCtxRelease_v2(int d) { return 0; }
-CUresult cuCtxSetCurrent(void *c) { return c == (void *)1 ? 0 : 1; }
+CUresult cuCtxSetCurrent(void *c) {
+  uintptr_t v = (uintptr_t)c;
+  if (v > (uintptr_t)ndevices) return 201;   /* CUDA_ERROR_INVALID_CONTEXT */
+  cur = (int)v - 1;
+  return 0;
+}
+CUresult cuCtxGetCurrent(void **c) {
+  *c = cur < 0 ? NULL : (void *)(uintptr_t)(cur + 1);
+  return 0;
+}
 CUresult cuCtxSynchronize(void) {
   mock_log("cuCtxSynchronize");
   if (sticky) return sticky;
@@ -300,19 +406,27 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
     mock_log("cuMemAlloc %zu failed (injected)", n);
     return mock_failing("cuMemAlloc");
   }
+  if (cur < 0) {
+    mock_log("cuMemAlloc %zu without a current context", n);
+    return 201;                   /* CUDA_ERROR_INVALID_CONTEXT */
+  }
   void *m = aligned_alloc(256, (n + 255) / 256 * 256);
   if (!m) return 2;
   memset(m, 0, n);
   *p = (CUdeviceptr)(uintptr_t)m;
+  pthread_mutex_lock(&mu);
   live_allocs++;
   blocks = realloc(blocks, sizeof *blocks * (size_t)(nblocks + 1));
   blocks[nblocks].p = *p;
+  blocks[nblocks].dev = cur;
   blocks[nblocks++].n = n;
+  pthread_mutex_unlock(&mu);
   mock_log("cuMemAlloc %zu -> %p", n, m);
   return 0;
 }
 CUresult cuMemFree_v2(CUdeviceptr p) {
   mock_log("cuMemFree %p", (void *)(uintptr_t)p);
+  pthread_mutex_lock(&mu);
   for (int k = 0; k < nblocks; k++)
     if (blocks[k].p == p) {
       /* poisoned and never handed out again: stale users read garbage */
@@ -320,18 +434,22 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
       mock_keep((void *)(uintptr_t)p);
       blocks[k] = blocks[--nblocks];
       live_allocs--;
+      pthread_mutex_unlock(&mu);
       return 0;
     }
+  pthread_mutex_unlock(&mu);
   return 1;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
   if (capturing) return 906;
+  if (mine(d, "cuMemcpyHtoD")) return 1;
   mock_log("cuMemcpyHtoD %zu", n);
   memcpy((void *)(uintptr_t)d, s, n);
   return 0;
 }
 CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) {
   if (capturing) return 906;
+  if (mine(s, "cuMemcpyDtoH")) return 1;
   mock_log("cuMemcpyDtoH %zu", n);
   if (sticky) return sticky;
   memcpy(d, (void *)(uintptr_t)s, n);
@@ -371,12 +489,14 @@ CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
   return 0;
 }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr d, CUdeviceptr s, size_t n) {
+  if (mine(d, "cuMemcpyDtoD") || mine(s, "cuMemcpyDtoD")) return 1;
   return issue(NULL, (Node){.kind = N_COPY, .dst = d, .src = s, .n = n}, "cuMemcpyDtoD");
 }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
   return issue(st, (Node){.kind = N_COPY, .dst = d, .src = s, .n = n}, "cuMemcpyDtoDAsync");
 }
 CUresult cuMemsetD32_v2(CUdeviceptr d, unsigned v, size_t n) {
+  if (mine(d, "cuMemsetD32")) return 1;
   return issue(NULL, (Node){.kind = N_MEMSET, .dst = d, .value = v, .n = n}, "cuMemsetD32");
 }
 CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *st) {
@@ -395,22 +515,57 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     return 0;
   }
   Node nd = {.kind = N_KERNEL, .fn = fn};
-  for (int k = 0; k < fn->nargs; k++) nd.args[k] = *(CUdeviceptr *)params[k];
+  for (int k = 0; k < fn->nargs; k++) {
+    nd.args[k] = *(CUdeviceptr *)params[k];
+    if (mine(nd.args[k], "cuLaunchKernel")) return 1;
+  }
   char what[64];
   snprintf(what, sizeof what, "cuLaunchKernel %s", fn->name);
   return issue(st, nd, what);
 }
 /* An event holds the monotonic time (ms) of its last record; work is done
  * when it is submitted, so an event is complete once recorded. */
-CUresult cuEventCreate(void **e, unsigned fl) { *e = calloc(1, sizeof(double)); return 0; }
+CUresult cuEventCreate(void **e, unsigned fl) { *e = calloc(1, sizeof(Event)); return 0; }
 CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
 CUresult cuEventRecord(void *e, void *s) {
   int fail = mock_failing("cuEventRecord");
   if (fail) return fail;
+  Event *ev = e;
+  Stream *st = s;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  *(double *)e = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-  mock_log("cuEventRecord");
+  ev->ms = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+  ev->stream = st;
+  ev->work = st ? st->work : 0;
+  ev->capture = st ? st->capture : NULL;
+  mock_log("cuEventRecord%s", ev->capture ? " captured" : "");
+  return 0;
+}
+/* A stream waits for an event: outside a capture work is done when issued,
+ * so only the capture bookkeeping matters. */
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags) {
+  Stream *st = s;
+  Event *ev = e;
+  if (!ev || flags) return 1;
+  int fail = mock_failing("cuStreamWaitEvent");
+  if (fail) return fail;
+  if (ev->capture && st && !st->capture) {
+    /* st joins the capture: its work from now on becomes nodes */
+    st->capture = ev->capture;
+    st->forked = true;
+    st->joined_work = st->work;
+    capturing++;
+    mock_log("cuStreamWaitEvent: joins the capture");
+    return 0;
+  }
+  if (ev->capture && st && st->capture == ev->capture && ev->stream && ev->stream->forked &&
+      ev->stream != st && ev->work > ev->stream->joined_work)
+    ev->stream->joined_work = ev->work;
+  if (ev->capture && (!st || st->capture != ev->capture)) {
+    mock_log("cuStreamWaitEvent: an event of another capture");
+    return 901;                   /* CUDA_ERROR_STREAM_CAPTURE_ISOLATION-like */
+  }
+  mock_log("cuStreamWaitEvent%s", ev->capture ? " captured" : "");
   return 0;
 }
 CUresult cuEventSynchronize(void *e) { return sticky; }

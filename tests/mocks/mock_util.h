@@ -14,6 +14,7 @@
 #define MOCK_UTIL_H
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,14 +26,17 @@
 
 static char *mock_log_buf;
 static size_t mock_log_len, mock_log_cap;
+static pthread_mutex_t mock_log_mu = PTHREAD_MUTEX_INITIALIZER;
 static char mock_fail_name[128];
 static int mock_fail_status;
 
+/* (thread-safe: the device threads of a multi-GPU run log at once) */
 __attribute__((format(printf, 1, 2))) static void mock_log(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
+  pthread_mutex_lock(&mock_log_mu);
   if (mock_log_len + (size_t)n + 2 > mock_log_cap) {
     mock_log_cap = (mock_log_len + (size_t)n + 2) * 2;
     mock_log_buf = realloc(mock_log_buf, mock_log_cap);
@@ -43,14 +47,17 @@ __attribute__((format(printf, 1, 2))) static void mock_log(const char *fmt, ...)
   mock_log_len += (size_t)n;
   mock_log_buf[mock_log_len++] = '\n';
   mock_log_buf[mock_log_len] = 0;
+  pthread_mutex_unlock(&mock_log_mu);
 }
 
 /* The log since the last take (the caller frees it). */
 MOCK_EXPORT char *mock_log_take(void);
 char *mock_log_take(void) {
+  pthread_mutex_lock(&mock_log_mu);
   char *s = mock_log_buf ? mock_log_buf : calloc(1, 1);
   mock_log_buf = NULL;
   mock_log_len = mock_log_cap = 0;
+  pthread_mutex_unlock(&mock_log_mu);
   return s;
 }
 

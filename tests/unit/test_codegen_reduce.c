@@ -418,6 +418,28 @@ Test(codegen_reduce, host_argmax_chains) {
         0, 0);
 }
 
+/* A reducer whose accumulators feed each other (acc0 + acc1, x0 + x1) is
+ * not reassociated on the host: bit for bit the interpreter's order, which
+ * is XLA's CPU's. */
+Test(codegen_reduce, host_entangled_reducer_in_order) {
+  check_host("HloModule m\n"
+             "tangle {\n  a0 = f32[] parameter(0)\n  a1 = f32[] parameter(1)\n"
+             "  x0 = f32[] parameter(2)\n  x1 = f32[] parameter(3)\n"
+             "  s0 = f32[] add(a0, a1)\n  s1 = f32[] add(x0, x1)\n"
+             "  ROOT t = (f32[], f32[]) tuple(s0, s1)\n}\n"
+             "fused {\n"
+             "  a = f32[10,20,300] parameter(0)\n  b = f32[10,20,300] parameter(1)\n"
+             "  z = f32[] constant(0)\n"
+             "  ROOT r = (f32[20], f32[20]) reduce(a, b, z, z), dimensions={0,2}, "
+             "to_apply=tangle\n"
+             "}\n"
+             "ENTRY e {\n"
+             "  a = f32[10,20,300] parameter(0)\n  b = f32[10,20,300] parameter(1)\n"
+             "  ROOT f = (f32[20], f32[20]) fusion(a, b), kind=kInput, calls=fused\n"
+             "}\n",
+             0, 0);
+}
+
 Test(codegen_reduce, variadic_gte_root) {
   check("HloModule m\n" ARGMAX
         "fused {\n"

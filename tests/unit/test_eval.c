@@ -186,8 +186,60 @@ Test(eval, rng_op_properties) {
   cr_assert(fabs(usum / 10000 - 0.5) < 0.1);
   double mean = sum / 10000, sdv = sqrt(sq / 10000 - mean * mean);
   cr_assert(fabs(mean - 1) < 0.1 && fabs(sdv - 2) < 0.1, "mean %g sd %g", mean, sdv);
-  cr_assert(literal_equal(out1, out2), "same seed, different values");
-  cr_assert_not(literal_equal(out1, out3), "different seeds, same values");
+  cr_assert(literal_equal(out1, out2), "two runs, different values");
+  /* XLA's keys (lib/hlo/rng_keys.c), not --seed, key the rng */
+  cr_assert(literal_equal(out1, out3), "the seed changed the rng's values");
+}
+
+Test(eval, rng_keys_are_xlas) {
+  /* the keys XLA's CPU (jaxlib 0.10.2) gave a module's first two rngs */
+  cr_assert_eq(hlo_rng_key(0), 13448155576104175439ULL);
+  cr_assert_eq(hlo_rng_key(1), 5296180084612001234ULL);
+  /* post order: the rng under the tuple's first operand comes first, a
+   * called computation's before the caller's */
+  HloModule *m = parse(
+    "HloModule order\n"
+    "f {\n  a = f32[] parameter(0)\n  b = f32[] constant(1)\n"
+    "  ROOT r = f32[2] rng(a, b), distribution=rng_uniform\n}\n"
+    "ENTRY e {\n  a = f32[] constant(0)\n  b = f32[] constant(1)\n"
+    "  x = f32[2] rng(a, b), distribution=rng_uniform\n"
+    "  y = f32[2] rng(a, b), distribution=rng_uniform\n"
+    "  z = f32[2] call(a), to_apply=f\n"
+    "  ROOT t = (f32[2], f32[2], f32[2]) tuple(y, x, z)\n}\n");
+  HloInstr **order;
+  int n = hlo_rng_order(m, &order);
+  cr_assert_eq(n, 3);
+  cr_assert_str_eq(order[0]->name, "r");
+  cr_assert_str_eq(order[1]->name, "y");
+  cr_assert_str_eq(order[2]->name, "x");
+  free(order);
+}
+
+Test(eval, rng_matches_xla_cpu) {
+  /* values XLA's CPU gave (jax 0.10.2, compiled first in its process): a
+   * uniform f32 rng with an extra (MHLO shape) operand, which XLA's parser
+   * takes and its import drops; a u64 one; rng-get-and-update-state starts
+   * at 0x7012395 */
+  HloModule *m = parse(
+    "HloModule xla\n"
+    "ENTRY e {\n  a = f32[] constant(0)\n  b = f32[] constant(1)\n"
+    "  s = u64[3] constant({2, 4, 8})\n"
+    "  r = f32[8] rng(a, b, s), distribution=rng_uniform\n"
+    "  st = u64[2] rng-get-and-update-state(), delta=5\n"
+    "  ROOT t = (f32[8], u64[2]) tuple(r, st)\n}\n");
+  Literal *out;
+  EvalStatus st;
+  EvalOptions o;
+  eval_options_default(&o);
+  cr_assert(run(m, 0, NULL, &o, &out, &st), "%s", D.msg);
+  static const uint32_t want[8] = {0x3e616048, 0x3f0f4b9a, 0x3ef6f450, 0x3d705d40,
+                                   0x3e96deec, 0x3ef2d074, 0x3f2670a4, 0x3e4a6870};
+  const uint32_t *got = (const uint32_t *)out->tuple[0]->data;
+  for (int k = 0; k < 8; k++)
+    cr_assert_eq(got[k], want[k], "element %d: %08x, XLA %08x", k, got[k], want[k]);
+  const uint64_t *state = (const uint64_t *)out->tuple[1]->data;
+  cr_assert_eq(state[0], 0x7012395u);
+  cr_assert_eq(state[1], 0u);
 }
 
 Test(eval, general_reducer_matches_native) {

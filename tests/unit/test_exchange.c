@@ -5,10 +5,12 @@
  * members that disagree about sizes; every collective kind on 3 devices
  * (uneven chunks, dimensions with something before them, several
  * operands) gives the interpreter's results, all-reduce bit for bit its
- * left-to-right fold; a device-memory transport (CollDeviceOps) gets the
- * collectives of more than one member; the launcher is found in the
- * environment; a missing libmpi is a message; and mpi_min.h is OpenMPI's
- * ABI (checked against mpi.h where libopenmpi-dev is).
+ * left-to-right fold; a collective the platform takes (coll_takes: NCCL)
+ * goes to its coll_run once the group's members have met, and the id its
+ * communicator needs goes through the exchange (coll_group_share); the
+ * launcher is found in the environment; a missing libmpi is a message; and
+ * mpi_min.h is OpenMPI's ABI (checked against mpi.h where libopenmpi-dev
+ * is).
  */
 #include <criterion/criterion.h>
 
@@ -203,7 +205,7 @@ static Coll *make(CollKind k, int n, const char *in, const char *out, int64_t di
     c->sl[j].size = shape_byte_size(hlo_parse_shape(c->a, in, &d));
     c->sl[4 + j].size = shape_byte_size(hlo_parse_shape(c->a, out, &d));
   }
-  c->x = coll_prepare(c->a, &c->t, &d);
+  c->x = coll_prepare(c->a, &c->t, NULL, &d);
   cr_assert_not_null(c->x, "%s", d.msg ? d.msg : "");
   return c;
 }
@@ -239,7 +241,7 @@ static void run(Coll *c, float *in[N][4], float *out[N][4]) {
   pthread_t t[N];
   for (int me = 0; me < N; me++) {
     Diag d = {0};
-    v[me] = (Dev){.c = c, .x = x, .me = me, .cx = coll_prepare(c->a, &c->t, &d)};
+    v[me] = (Dev){.c = c, .x = x, .me = me, .cx = coll_prepare(c->a, &c->t, NULL, &d)};
     cr_assert_not_null(v[me].cx, "%s", d.msg ? d.msg : "");
     for (int k = 0; k < c->c.n; k++) {
       v[me].in[k] = (uint8_t *)in[me][k];
@@ -356,49 +358,144 @@ Test(collectives, permute_broadcast_tuple_all_to_all) {
   coll_done(c);
 }
 
-/* ---- a transport on device memory ---------------------------------- */
-
-typedef struct Fake {
-  int calls, n, me;
-  DevPtr in, out;
-} Fake;
-
-static bool fake_run(void *impl, Platform *p, const CollDesc *c, const XchgGroup *g,
-                     const DevPtr *in, const DevPtr *out, Diag *d) {
-  Fake *f = impl;
-  f->calls++;
-  f->n = g->n;
-  f->me = g->me;
-  f->in = in[0];
-  f->out = out[0];
-  return true;
+/* A device alone in its group whose all-gather result is S times its
+ * operand (XLA's verifier takes any S for a group of one): the operand in
+ * slot 0 of each row, zeros in the others, as the interpreter gives. */
+Test(collectives, all_gather_alone_pads_with_zeros) {
+  Coll *c = make(COLL_ALL_GATHER, 1, "f32[2,2]", "f32[2,6]", 1);
+  int64_t a0[1] = {0}, a1[1] = {1}, a2[1] = {2}, *groups[3] = {a0, a1, a2};
+  int64_t sizes[3] = {1, 1, 1};
+  c->c.ngroups = 3;
+  c->c.groups = groups;
+  c->c.group_sizes = sizes;
+  float in[4] = {1, 2, 3, 4}, out[12];
+  memset(out, 0x5a, sizeof out);
+  uint8_t *ip[1] = {(uint8_t *)in}, *op[1] = {(uint8_t *)out};
+  Diag d = {0};
+  cr_assert(coll_run_host(c->x, NULL, 1, 0, ip, op, &d), "%s", d.msg ? d.msg : "");
+  const float want[12] = {1, 2, 0, 0, 0, 0, 3, 4, 0, 0, 0, 0};
+  for (int k = 0; k < 12; k++) cr_assert_eq(out[k], want[k], "element %d", k);
+  coll_done(c);
 }
 
-Test(collectives, device_transport_gets_the_collectives_of_several) {
+/* ---- a platform's own collectives (NCCL on CUDA) ------------------ */
+
+/* What the platform's coll_run saw, per device (flattened id). */
+static struct Seen {
+  pthread_mutex_t mu;
+  int calls, n[N], me[N];
+  DevPtr in[N], out[N];
+  uint8_t id[N][8];
+} seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static bool fake_takes(Platform *p, const CollExec *x) { return true; }
+
+/* Records the group and shares an id from its first member, as NCCL's
+ * communicators are made. */
+static bool fake_run(Platform *p, CollExec *x, const CollGroup *g, const DevPtr *in,
+                     const DevPtr *out, Diag *d) {
+  uint8_t id[8];
+  for (int k = 0; k < 8; k++) id[k] = g->me == 0 ? (uint8_t)(0x40 + k + g->self) : 0;
+  bool ok = coll_group_share(g, id, sizeof id, d);
+  pthread_mutex_lock(&seen.mu);
+  seen.calls++;
+  seen.n[g->self] = g->n;
+  seen.me[g->self] = g->me;
+  seen.in[g->self] = in[0];
+  seen.out[g->self] = out[0];
+  memcpy(seen.id[g->self], id, sizeof id);
+  pthread_mutex_unlock(&seen.mu);
+  return ok;
+}
+
+static Platform *fake_platform(void) {
   Diag d = {0};
   Platform *p = platform_host_new(NULL, &d);
   cr_assert_not_null(p, "%s", d.msg ? d.msg : "");
-  Fake f = {0};
-  CollDeviceOps ops = {.impl = &f, .run = fake_run};
+  p->coll_takes = fake_takes;
+  p->coll_run = fake_run;
+  return p;
+}
+
+typedef struct OnDev {
+  Coll *c;
+  Exchange *x;
+  int me;
+  bool ok;
+  char msg[256];
+} OnDev;
+
+static void *on_device_main(void *arg) {
+  OnDev *v = arg;
+  Platform *p = fake_platform();
+  Diag d = {0};
+  CollExec *x = coll_prepare(v->c->a, &v->c->t, p, &d);
+  DevPtr i = 0x1000 + (DevPtr)v->me, o = 0x2000 + (DevPtr)v->me;
+  v->ok = x && x->on_device && coll_run(x, p, v->x, v->me, 0, &i, &o, &d);
+  snprintf(v->msg, sizeof v->msg, "%s", d.msg ? d.msg : "");
+  v->x->end(v->x, v->me, !v->ok, d.msg);
+  coll_free(x);
+  diag_clear(&d);
+  platform_free(p);
+  return NULL;
+}
+
+Test(collectives, platform_runs_what_it_takes) {
+  /* three devices meet through the exchange, then each calls the
+   * platform, which shares member 0's id through it */
   Coll *c = make(COLL_ALL_REDUCE, 1, "f32[4]", "f32[4]", -1);
-  float in[4] = {1, 2, 3, 4}, out[4] = {0};
-  DevPtr i = (DevPtr)(uintptr_t)in, o = (DevPtr)(uintptr_t)out;
-  cr_assert(coll_run(c->x, p, NULL, &ops, 2, 0, &i, &o, &d), "%s", d.msg ? d.msg : "");
-  cr_assert_eq(f.calls, 1);
-  cr_assert_eq(f.n, N);
-  cr_assert_eq(f.me, 2);
-  cr_assert_eq(f.in, i);
-  cr_assert_eq(f.out, o);
-  /* alone in its group: no transport needed, the staged copy */
-  int64_t g0[1] = {2}, *groups[1] = {g0}, sizes[1] = {1};
+  int64_t g0[3] = {2, 0, 1}, *groups[1] = {g0}, sizes[1] = {3};
   c->c.ngroups = 1;
   c->c.groups = groups;
   c->c.group_sizes = sizes;
-  cr_assert(coll_run(c->x, p, NULL, &ops, 2, 0, &i, &o, &d), "%s", d.msg ? d.msg : "");
-  cr_assert_eq(f.calls, 1);
-  cr_assert_eq(out[3], 4);
-  coll_done(c);
+  Exchange *x = xchg_threads_new(N);
+  OnDev v[N];
+  pthread_t t[N];
+  seen.calls = 0;
+  for (int me = 0; me < N; me++) {
+    v[me] = (OnDev){.c = c, .x = x, .me = me};
+    pthread_create(&t[me], NULL, on_device_main, &v[me]);
+  }
+  for (int me = 0; me < N; me++) pthread_join(t[me], NULL);
+  xchg_free(x);
+  cr_assert_eq(seen.calls, N);
+  for (int me = 0; me < N; me++) {
+    cr_assert(v[me].ok, "device %d: %s", me, v[me].msg);
+    cr_assert_eq(seen.n[me], N);
+    cr_assert_eq(seen.me[me], me == 2 ? 0 : me + 1, "device %d's place in its group", me);
+    cr_assert_eq(seen.in[me], 0x1000 + (DevPtr)me);
+    cr_assert_eq(seen.out[me], 0x2000 + (DevPtr)me);
+    for (int k = 0; k < 8; k++)
+      cr_assert_eq(seen.id[me][k], 0x40 + k + 2, "device %d has device 2's id", me);
+  }
+
+  /* alone, a group of three cannot meet: no call */
+  Platform *p = fake_platform();
+  Diag d = {0};
+  CollExec *cx = coll_prepare(c->a, &c->t, p, &d);
+  cr_assert(cx && cx->on_device);
+  DevPtr i = 1, o = 2;
+  seen.calls = 0;
+  cr_assert(!coll_run(cx, p, NULL, 0, 0, &i, &o, &d));
+  cr_assert(d.msg && strstr(d.msg, "3 devices take part but the run has only this one"), "%s",
+            d.msg ? d.msg : "");
+  cr_assert_eq(seen.calls, 0);
+  diag_clear(&d);
+  coll_free(cx);
+  /* a group of one goes to the platform too, with nobody to meet */
+  int64_t a1[1] = {1}, a0[1] = {0}, a2[1] = {2}, *groups1[3] = {a1, a0, a2};
+  int64_t sizes1[3] = {1, 1, 1};
+  c->c.ngroups = 3;
+  c->c.groups = groups1;
+  c->c.group_sizes = sizes1;
+  cx = coll_prepare(c->a, &c->t, p, &d);
+  cr_assert(coll_run(cx, p, NULL, 1, 0, &i, &o, &d), "%s", d.msg ? d.msg : "");
+  cr_assert_eq(seen.calls, 1);
+  cr_assert_eq(seen.n[1], 1);
+  cr_assert_eq(seen.me[1], 0);
+  coll_free(cx);
   platform_free(p);
+  coll_done(c);
 }
 
 /* ---- member 0's bytes to all (an NCCL unique id, say) ---------------- */

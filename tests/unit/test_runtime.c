@@ -644,16 +644,43 @@ Test(runtime, no_kernels_needs_no_kernel_file) {
   cr_expect_eq(s32_at(r, 2), 6);
 }
 
+/* A bounded dynamic result: its buffer is the data at its bounds (here
+ * f32[<=2,<=3] column-major, from the first parameter) then one s32 size per
+ * dimension (from the second); the result holds the valid elements at the
+ * runtime sizes, and sizes beyond the bounds are refused. */
+Test(runtime, dynamic_result) {
+  int x = param("f32[2,3]{0,1}", 24), n = param("s32[2]{0}", 8);
+  int o = alloc(24 + 8, 0);
+  copy(&Art->entry, sl(x, 0, 24), sl(o, 0, 24));
+  copy(&Art->entry, sl(n, 0, 8), sl(o, 24, 8));
+  output(sl(o, 0, 32), "f32[<=2,<=3]{0,1}");
+  Art->result_shape = "f32[<=2,<=3]{0,1}";
+  Ex = executor_new(Art, Plat, NULL, 0, NULL, &D);
+  cr_assert(Ex, "%s", D.msg ? D.msg : "?");
+  Literal *in[] = {lit("1 2 3 4 5 6", "f32[2,3]"), lit("2 2", "s32[2]")};
+  Literal *r = run1(in);
+  cr_assert_eq(r->shape->rank, 2);
+  cr_expect(r->shape->dims[0] == 2 && r->shape->dims[1] == 2 && !shape_is_dynamic(r->shape));
+  float want[] = {1, 2, 4, 5};
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), want[k], "element %d", k);
+  Literal *empty[] = {in[0], lit("0 3", "s32[2]")};
+  r = run1(empty);
+  cr_expect(r->shape->dims[0] == 0 && r->shape->dims[1] == 3);
+  Literal *over[] = {in[0], lit("2 4", "s32[2]")};
+  Literal *res = NULL;
+  cr_expect(!executor_run(Ex, over, Out, &res, &D));
+  cr_expect(D.msg && strstr(D.msg, "runtime size 4 of dimension 1 is outside [0, 3]"), "%s",
+            D.msg ? D.msg : "?");
+}
+
 /* The host platform's launch_group, wrapped to record the group sizes. */
-static bool (*real_launch_group)(Platform *, int, void *const *, const int *,
-                                 const DevPtr *const *, const uint32_t *const *, Diag *);
+static bool (*real_launch_group)(Platform *, int, const KernelLaunch *, Diag *);
 static int Groups[16], NGroups;
 
-static bool record_launch_group(Platform *p, int n, void *const *k, const int *na,
-                                const DevPtr *const *a, const uint32_t *const *g, Diag *d) {
+static bool record_launch_group(Platform *p, int n, const KernelLaunch *k, Diag *d) {
   if (NGroups < 16) Groups[NGroups] = n;
   NGroups++;
-  return real_launch_group(p, n, k, na, a, g, d);
+  return real_launch_group(p, n, k, d);
 }
 
 Test(runtime, independent_kernels_launch_together) {

@@ -118,6 +118,29 @@ Test(shape, dynamic_dimensions) {
   cr_expect(!shape_is_dynamic(s));
 }
 
+/* A bounded dynamic array's buffer: the data at its bounds, then one s32
+ * size per dimension; static arrays and tuples are their byte size. */
+Test(shape, buffer_size_of_dynamic_arrays) {
+  int64_t d[] = {4, 2, 3};
+  Shape *s = arr(ET_BF16, 3, d);
+  cr_expect_eq(shape_buffer_size(s), 48);
+  s->dyn = arena_alloc(A, 3);
+  s->dyn[0] = DIM_STATIC;
+  s->dyn[1] = DIM_BOUNDED;
+  s->dyn[2] = DIM_STATIC;
+  cr_expect_eq(shape_byte_size(s), 48);
+  cr_expect_eq(shape_buffer_size(s), 48 + 12);
+  s->dyn[1] = DIM_UNBOUNDED;
+  s->dims[1] = -1;
+  cr_expect_eq(shape_buffer_size(s), -1);
+  Shape *el[2] = {arr(ET_F32, 2, D23), arr(ET_F32, 2, D23)};
+  el[1]->dyn = arena_alloc(A, 2);
+  el[1]->dyn[0] = DIM_BOUNDED;
+  el[1]->dyn[1] = DIM_STATIC;
+  cr_expect_eq(shape_buffer_size(shape_tuple(A, 2, el)), 16);
+  cr_expect_eq(shape_buffer_size(el[1]), 24 + 8);
+}
+
 Test(shape, array_without_layout_prints_none) {
   Shape *s = arr(ET_F32, 2, D23);
   s->layout = NULL;

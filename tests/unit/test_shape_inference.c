@@ -849,6 +849,14 @@ Test(infer, rng_ops) {
   HloInstr *ri = I(HLO_RNG, "s32[3]", ai, ai);
   ri->rng_dist = RNG_NORMAL;
   expect_error(ri, "rng_normal");
+  /* XLA's parser takes further operands (the MHLO shape operand) */
+  HloInstr *shape = P("u64[3]");
+  HloInstr *r3 = I(HLO_RNG, "f32[2,2]", a, b, shape);
+  r3->rng_dist = RNG_UNIFORM;
+  expect_shape(r3, "f32[2,2]");
+  HloInstr *r1 = I(HLO_RNG, "f32[2]", a);
+  r1->rng_dist = RNG_UNIFORM;
+  expect_error(r1, "expects 2 operands");
   HloInstr *g = I(HLO_RNG_BIT_GENERATOR, "(u64[2], u32[8])", st);
   expect_shape(g, "(u64[2], u32[8])");
   expect_shape(I(HLO_RNG_GET_AND_UPDATE_STATE, "u64[2]", ), "u64[2]");

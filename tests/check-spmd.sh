@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# check-spmd.sh - SPMD partitioning against XLA, on the cases of
+# testdata/spmd/ (JAX programs over 4 CPU devices, see generate.py): for
+# each NAME/ with the global inputs in{K}.npy and XLA's results,
+#   (a) xla.hlo, XLA's own per-device program: xhlo-run cuts the global
+#       inputs by its parameters' shardings; on the interpreter and compiled
+#       for the host, every device must give XLA's shard out{K}.{D}.npy;
+#   (b) global.hlo, the program JAX hands XLA: xhloc partitions it
+#       (--stage=hlo), xhlo-run runs every partition on the interpreter and
+#       puts the global results together, which must be XLA's out{K}.npy;
+#       the same compiled for the host (with --compare: every device against
+#       the interpreter on the partitioned program).
+# XLA:CPU's own forms the host back end refuses are listed (xla_refused):
+# it must refuse them with that message.
+# The partitioned programs must hold the collectives the case is about
+# (a name in the table below: at least one such op, or its -start where
+# async-collective-creator made it asynchronous).
+#
+# Run from the repository root; the binaries are in ${XHLOC_BIN:-build/bin}.
+set -u
+bin=${XHLOC_BIN:-build/bin}
+dir=${XHLOC_SPMD_TESTDATA:-testdata/spmd}
+xhloc=$bin/xhloc
+run=$bin/xhlo-run
+tol=(--atol=1e-4 --rtol=1e-4)
+passed=0
+failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# The collective each partitioned program must contain.
+declare -A wants=(
+  [dp_train_step]="all-reduce("
+  [tp_mlp]="all-reduce("
+  [seq_parallel]="reduce-scatter("
+  [shard_map]="collective-permute("
+  [shard_map_gspmd]="all-reduce("
+  [mesh2_mlp]="all-reduce("
+  [gather_embed]="all-gather("
+  [scatter_segments]="all-reduce("
+  [uneven]="all-reduce("
+  [shape_ops]="all-gather("
+)
+
+# XLA's per-device programs the host back end refuses (XLA:CPU's own
+# forms), with the message it must give.
+declare -A xla_refused=(
+  [scan_loop]="buffer assignment does not support call"
+)
+
+ok() { passed=$((passed + 1)); }
+bad() {
+  failed=$((failed + 1))
+  echo "FAIL: $1"
+  [ -s "$tmp/err" ] && sed 's/^/    /' "$tmp/err" | head -n 8
+  return 0
+}
+
+for x in "$xhloc" "$run"; do
+  if [ ! -x "$x" ]; then
+    echo "check-spmd: FAIL: $x is missing (run make)"
+    echo "0 passed, 1 failed"
+    exit 1
+  fi
+done
+
+ncases=0
+for case in "$dir"/*/; do
+  case=${case%/}
+  name=$(basename "$case")
+  [ -f "$case/global.hlo" ] || continue
+  ncases=$((ncases + 1))
+  ins=() glob=() per=()
+  k=0
+  while [ -f "$case/in$k.npy" ]; do ins+=("--input=@$case/in$k.npy"); k=$((k + 1)); done
+  k=0
+  while [ -f "$case/out$k.npy" ]; do
+    glob+=("--expected-output=@$case/out$k.npy")
+    per+=("--expected-output=@$case/out$k.{d}.npy")
+    k=$((k + 1))
+  done
+  if [ ${#ins[@]} -eq 0 ] || [ ${#glob[@]} -eq 0 ]; then
+    : >"$tmp/err"
+    bad "$case: no inputs or expected outputs"
+    continue
+  fi
+
+  # (a) XLA's per-device program, global inputs
+  if "$run" "$case/xla.hlo" "${ins[@]}" "${per[@]}" "${tol[@]}" --quiet >"$tmp/err" 2>&1; then
+    ok
+  else
+    bad "$case: XLA's program on the interpreter"
+  fi
+  refuse=${xla_refused[$name]:-}
+  if [ -n "$refuse" ]; then
+    if ! "$xhloc" --target=host "$case/xla.hlo" -o "$tmp/x_$name" >"$tmp/err" 2>&1 &&
+       grep -qF -- "$refuse" "$tmp/err"; then
+      ok
+    else
+      bad "$case: XLA's program: the host back end should refuse it with '$refuse'"
+    fi
+  elif "$xhloc" --target=host "$case/xla.hlo" -o "$tmp/x_$name" >"$tmp/err" 2>&1 &&
+     timeout 120 "$run" "$tmp/x_$name.thunks" "${ins[@]}" "${per[@]}" "${tol[@]}" --quiet \
+       >"$tmp/err" 2>&1; then
+    ok
+  else
+    bad "$case: XLA's program compiled for the host"
+  fi
+
+  # (b) the global program partitioned by xhloc
+  if "$xhloc" --stage=hlo "$case/global.hlo" -o "$tmp/$name.hlo" >"$tmp/err" 2>&1 &&
+     "$run" "$tmp/$name.hlo" "${ins[@]}" "${glob[@]}" "${tol[@]}" --quiet >"$tmp/err" 2>&1; then
+    ok
+  else
+    bad "$case: partitioned by xhloc, on the interpreter"
+  fi
+  want=${wants[$name]:-}
+  if [ -n "$want" ]; then
+    if grep -qE -- " ${want%(}(-start)?\(" "$tmp/$name.hlo" 2>/dev/null; then
+      ok
+    else
+      : >"$tmp/err"
+      bad "$case: the partitioned program has no $want"
+    fi
+  fi
+  if "$xhloc" --target=host "$case/global.hlo" -o "$tmp/g_$name" >"$tmp/err" 2>&1 &&
+     timeout 120 "$run" "$tmp/g_$name.thunks" "${ins[@]}" "${glob[@]}" "${tol[@]}" --quiet \
+       --compare >"$tmp/err" 2>&1; then
+    ok
+  else
+    bad "$case: partitioned by xhloc, compiled for the host"
+  fi
+done
+if [ "$ncases" -lt 13 ]; then
+  : >"$tmp/err"
+  bad "$dir holds $ncases cases, fewer than the 13 expected"
+fi
+
+# Global results written once, per device with {d}; a wrong global input is
+# refused with the shapes it could have had.
+case=$dir/tp_mlp
+"$xhloc" --stage=hlo "$case/global.hlo" -o "$tmp/tp.hlo" 2>/dev/null
+if "$run" "$tmp/tp.hlo" --input=@"$case/in0.npy" --input=@"$case/in1.npy" \
+     --input=@"$case/in2.npy" --output=@"$tmp/g.npy" >"$tmp/err" 2>&1 && [ -f "$tmp/g.npy" ] &&
+   "$run" "$tmp/tp.hlo" --input=@"$case/in0.npy" --input=@"$case/in1.npy" \
+     --input=@"$case/in2.npy" --output=@"$tmp/d.{d}.npy" >"$tmp/err" 2>&1 &&
+   [ -f "$tmp/d.3.npy" ] && ! [ -f "$tmp/d.{d}.npy" ]; then
+  ok
+else
+  bad "global and per-device outputs of $case"
+fi
+if "$run" "$tmp/tp.hlo" --input=@"$case/in0.npy" --input=@"$case/in2.npy" \
+     --input=@"$case/in2.npy" >"$tmp/err" 2>&1; then
+  bad "a wrong global input to $case was taken"
+elif grep -qF "input 1 is f32[16,4], expected f32[4,16] (the global array) or f32[4,4]" "$tmp/err"; then
+  ok
+else
+  bad "a wrong global input to $case: the message names the shapes"
+fi
+
+echo "check-spmd: $passed passed, $failed failed"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
