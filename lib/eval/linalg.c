@@ -6,8 +6,11 @@
  * compute in the element type); compare with a tolerance.
  *
  * cholesky reads only the requested triangle and writes zeros to the other
- * one (as XLA's CholeskyExpander builds its result from zeros); a matrix that
- * is not positive definite gives NaNs from the square root, as in XLA.
+ * one (as XLA's CholeskyExpander builds its result from zeros).  A matrix
+ * whose factorization takes the square root of a negative (or NaN) pivot is
+ * not positive definite: as XLA's CholeskyExpander, which flags such a
+ * pivot and selects NaN for the whole result, every element of that batch
+ * member's result, both triangles, is NaN (NaN + 0i for complex types).
  * triangular-solve forms op(A) from the chosen triangle (unit diagonal when
  * asked) and solves op(A) X = B or X op(A) = B by substitution.  fft runs a
  * plain DFT per transformed dimension (twiddles from exact k*t mod n), IFFT
@@ -79,11 +82,13 @@ EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a) {
 #define AV(rr, cc) (lower ? load_c(s->et, A, base + (rr) * n + (cc)) \
                           : conj(load_c(s->et, A, base + (cc) * n + (rr))))
     memset(L, 0, (size_t)(n * n) * sizeof(cplx));
+    bool not_pd = false;
     for (int64_t j = 0; j < n; j++) {
       cplx d = AV(j, j);
       for (int64_t k = 0; k < j; k++) d -= L[j * n + k] * conj(L[j * n + k]);
       double dr = creal(d);
       double ljj = sqrt(dr);
+      not_pd |= isnan(ljj);
       L[j * n + j] = ljj;
       for (int64_t r_ = j + 1; r_ < n; r_++) {
         cplx v = AV(r_, j);
@@ -92,11 +97,14 @@ EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a) {
       }
     }
 #undef AV
+    if (not_pd)
+      for (int64_t k = 0; k < n * n; k++) L[k] = CMPLX(NAN, 0);
     for (int64_t rr = 0; rr < n; rr++)
-      for (int64_t cc = 0; cc <= rr; cc++) {
+      for (int64_t cc = 0; cc < n; cc++) {
+        if (cc > rr && !not_pd) continue;
         cplx v = L[rr * n + cc];
         if (lower) store_c(s->et, r->data, base + rr * n + cc, v);
-        else store_c(s->et, r->data, base + cc * n + rr, conj(v));
+        else store_c(s->et, r->data, base + cc * n + rr, not_pd ? v : conj(v));
       }
     if (!ev_check_time(ev, i)) {
       ev_scratch_free(ev, L, (n * n + 1) * (int64_t)sizeof(cplx));

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""gen_xla_hlo.py - golden interpreter tests from HLO text run by XLA itself.
+
+For ops that JAX does not lower to the HLO op under test on the CPU
+(cholesky and triangular-solve become LAPACK calls there, lax.scan a while
+loop) or that only exist as HLO (custom-calls such as "Qr"), each case below
+is HLO text that XLA's CPU backend compiles and runs directly (as
+scripts/xla_crosscheck.py does: hlo_module_from_text, hlo_to_stablehlo, the
+CPU client's compile_and_load), with the inputs given here.  XLA's outputs
+become the EXPECT lines of testdata/eval/xla_<name>.hlo, in the header
+format tests/check-eval.sh reads.
+
+The expected values are XLA's, computed independently of xhloc's
+interpreter.  The generated files are checked in; running the tests needs no
+JAX.  Regenerate with:
+
+    pip install jax ml_dtypes numpy
+    python3 testdata/eval/gen/gen_xla_hlo.py    # from the repository root
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_jax  # noqa: E402  (formatting helpers; sets jax to the CPU, x64)
+from gen_jax import OUT, spec  # noqa: E402
+
+import jax  # noqa: E402
+from jax._src.lib import hlo as jhlo, xla_client  # noqa: E402
+import jaxlib._jax as _jax  # noqa: E402
+
+
+def run_xla(text, inputs):
+    module = jhlo.hlo_module_from_text(text)
+    proto = module.as_serialized_hlo_module_proto()
+    stablehlo = _jax.mlir.hlo_to_stablehlo(proto)
+    dev = jax.devices("cpu")[0]
+    exe = dev.client.compile_and_load(stablehlo, xla_client.DeviceList((dev,)),
+                                      xla_client.CompileOptions())
+    bufs = [jax.device_put(np.asarray(x), dev) for x in inputs]
+    res = exe.execute_sharded(bufs).disassemble_into_single_device_arrays()
+    return [np.asarray(r[0]) for r in res]
+
+
+def emit(name, what, text, cases, tol=(0, 0)):
+    """cases: list of (case name, [inputs])"""
+    lines = [
+        f"// {what}",
+        "// Expected values: XLA on the CPU through JAX "
+        f"{jax.__version__} running this HLO (testdata/eval/gen/gen_xla_hlo.py), "
+        "not this interpreter.",
+        f"// TOL: {tol[0]} {tol[1]}",
+    ]
+    for cname, ins in cases:
+        outs = run_xla(text, ins)
+        lines.append(f"// CASE: {cname}")
+        for a in ins:
+            lines.append(f"// INPUT: {spec(a)}")
+        for o in outs:
+            lines.append(f"// EXPECT: {spec(o)}")
+    path = os.path.join(OUT, f"xla_{name}.hlo")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n\n" + text.strip() + "\n")
+    print("wrote", path)
+
+
+rng = np.random.default_rng(4321)
+f32, f64, c64 = np.float32, np.float64, np.complex64
+
+
+def r(shape, dt=f32):
+    if np.issubdtype(dt, np.complexfloating):
+        return (rng.uniform(-1, 1, shape) + 1j * rng.uniform(-1, 1, shape)).astype(dt)
+    return rng.uniform(-1, 1, shape).astype(dt)
+
+
+def spd(batch, n, dt=f32):
+    a = r((batch, n, n), dt)
+    return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dt)
+
+
+CHOLESKY = """
+HloModule cholesky_not_pd
+
+ENTRY e {
+  a = f32[3,4,4] parameter(0)
+  l = f32[3,4,4] cholesky(a), lower=true
+  u = f32[3,4,4] cholesky(a), lower=false
+  ROOT t = (f32[3,4,4], f32[3,4,4]) tuple(l, u)
+}
+"""
+
+CHOLESKY_C64 = """
+HloModule cholesky_not_pd_c64
+
+ENTRY e {
+  a = c64[2,3,3] parameter(0)
+  ROOT u = c64[2,3,3] cholesky(a), lower=false
+}
+"""
+
+
+def main():
+    # batch member 1 is not positive definite (a negative pivot at step 2),
+    # member 2 is random (negative pivots at once): XLA's CholeskyExpander
+    # gives NaN for every element of those members, both triangles
+    a = spd(3, 4)
+    a[1, 2, 2] = -5.0
+    a[2] = r((4, 4))
+    emit("cholesky_not_pd", "cholesky of matrices that are not positive definite: "
+         "NaN for the whole batch member", CHOLESKY, [("mixed", [a])], (1e-5, 1e-5))
+    c = spd(2, 3, c64)
+    c[1] = r((3, 3), c64)
+    emit("cholesky_not_pd_c64", "complex cholesky, one member not positive definite "
+         "(NaN+0j everywhere)", CHOLESKY_C64, [("mixed", [c])], (1e-5, 1e-5))
+
+
+if __name__ == "__main__":
+    main()
