@@ -209,6 +209,27 @@ Test(codegen_types, complex_ops) {
             1e-5, 1e-5);
 }
 
+Test(codegen_types, complex_power_and_atan2) {
+  /* lib/eval's definitions, x^y = exp(y log x) and atan2(x, y) =
+   * -i log((y + ix) / sqrt(y^2 + x^2)), on c64 and c128 */
+  check_tol("HloModule m\n"
+            "fused {\n"
+            "  x = c64[8,9] parameter(0)\n"
+            "  y = c64[8,9] parameter(1)\n"
+            "  u = c128[8,9] parameter(2)\n"
+            "  p = c64[8,9] power(x, y)\n"
+            "  a = c64[8,9] atan2(x, y)\n"
+            "  q = c128[8,9] power(u, u)\n"
+            "  b = c128[8,9] atan2(u, c128[8,9] negate(u))\n"
+            "  ROOT t = (c64[8,9], c64[8,9], c128[8,9], c128[8,9]) tuple(p, a, q, b)\n"
+            "}\n"
+            "ENTRY e {\n  x = c64[8,9] parameter(0)\n  y = c64[8,9] parameter(1)\n"
+            "  u = c128[8,9] parameter(2)\n"
+            "  ROOT f = (c64[8,9], c64[8,9], c128[8,9], c128[8,9]) fusion(x, y, u), kind=kLoop,"
+            " calls=fused\n}\n",
+            1e-5, 1e-5);
+}
+
 Test(codegen_types, select_and_scatter_ties) {
   check("HloModule m\n"
         "ge { a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
