@@ -9,7 +9,9 @@
  * computation, which is their definition.  Library calls (cuBLAS, cuDNN,
  * oneDNN GEMMs and convolutions) run as libcall.c says.  AllocateBuffer gives zeros and
  * GetRngSeed the evaluation's seed.  JAX's GPU Threefry kernel
- * (cu_threefry2x32) runs Threefry-2x32 on each element.  Any other target
+ * (cu_threefry2x32) runs Threefry-2x32 on each element.  "Qr" and
+ * "ProductOfElementaryHouseholderReflectors" (XLA's QrExpander's targets)
+ * run as linalg.c says.  Any other target
  * is refused, naming it.
  */
 #include <stdlib.h>
@@ -137,6 +139,9 @@ EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a) {
       shape_compatible(i->shape, i->ops[0]->shape))
     return ev_ref(a[0]);
   if (strcmp(t, "TopK") == 0) return topk(ev, i, a);
+  if (strcmp(t, "Qr") == 0) return eval_qr(ev, i, a);
+  if (strcmp(t, "ProductOfElementaryHouseholderReflectors") == 0)
+    return eval_householder_product(ev, i, a);
   if (custom_call_is_threefry(i)) return threefry(ev, i, a);
   if (libcall_target(i) != LIBCALL_NONE) return eval_libcall(ev, i, a);
   if (strncmp(t, "xla_builder.", 12) == 0 && i->ncalled == 1)

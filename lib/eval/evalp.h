@@ -281,6 +281,9 @@ EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_triangular_solve(Eval *ev, const HloInstr *i,
                                  EvalValue *const *a);
 EvalValue *eval_fft(Eval *ev, const HloInstr *i, EvalValue *const *a);
+/* custom-calls "Qr" and "ProductOfElementaryHouseholderReflectors" */
+EvalValue *eval_qr(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_householder_product(Eval *ev, const HloInstr *i, EvalValue *const *a);
 
 /* batchnorm.c */
 EvalValue *eval_batch_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);

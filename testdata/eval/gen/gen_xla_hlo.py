@@ -100,6 +100,28 @@ ENTRY e {
 }
 """
 
+QR = """
+HloModule qr
+
+ENTRY e {
+  a = f32[2,5,3] parameter(0)
+  w = f32[3,4] parameter(1)
+  c = c64[2,4,4] parameter(2)
+  q = (f32[2,5,3], f32[2,3]) custom-call(a), custom_call_target="Qr"
+  v = f32[2,5,3] get-tuple-element(q), index=0
+  t = f32[2,3] get-tuple-element(q), index=1
+  h = f32[2,5,3] custom-call(v, t), custom_call_target="ProductOfElementaryHouseholderReflectors"
+  qw = (f32[3,4], f32[3]) custom-call(w), custom_call_target="Qr"
+  vw = f32[3,4] get-tuple-element(qw), index=0
+  tw = f32[3] get-tuple-element(qw), index=1
+  qc = (c64[2,4,4], c64[2,4]) custom-call(c), custom_call_target="Qr"
+  vc = c64[2,4,4] get-tuple-element(qc), index=0
+  tc = c64[2,4] get-tuple-element(qc), index=1
+  hc = c64[2,4,4] custom-call(vc, tc), custom_call_target="ProductOfElementaryHouseholderReflectors"
+  ROOT r = (f32[2,5,3], f32[2,3], f32[2,5,3], f32[3,4], f32[3], c64[2,4,4], c64[2,4], c64[2,4,4]) tuple(v, t, h, vw, tw, vc, tc, hc)
+}
+"""
+
 
 def main():
     # batch member 1 is not positive definite (a negative pivot at step 2),
@@ -114,6 +136,15 @@ def main():
     c[1] = r((3, 3), c64)
     emit("cholesky_not_pd_c64", "complex cholesky, one member not positive definite "
          "(NaN+0j everywhere)", CHOLESKY_C64, [("mixed", [c])], (1e-5, 1e-5))
+    # Qr and its Householder product: random matrices; one whose columns
+    # are already reduced (upper triangular: sigma = 0, tau = 0) with a
+    # negative diagonal; complex
+    up = np.triu(r((5, 3)))
+    up[0, 0] = -abs(up[0, 0])
+    a = np.stack([r((5, 3)), up]).astype(f32)
+    emit("qr", "custom-calls Qr and ProductOfElementaryHouseholderReflectors (XLA's "
+         "QrExpander), tall, wide, complex, a column already reduced", QR,
+         [("mixed", [a, r((3, 4)), r((2, 4, 4), c64)])], (1e-5, 1e-5))
 
 
 if __name__ == "__main__":
