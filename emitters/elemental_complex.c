@@ -38,7 +38,7 @@ static LLVMValueRef fabs_of(Codegen *cg, LLVMValueRef x) {
   return cg_call_named(cg, n, t, 1, &t, &x);
 }
 
-static LLVMValueRef cmul(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValueRef y) {
+LLVMValueRef cg_complex_mul(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef a = re(cg, x), bb = im(cg, x), c = re(cg, y), d = im(cg, y);
   LLVMValueRef r = LLVMBuildFSub(b, LLVMBuildFMul(b, a, c, ""), LLVMBuildFMul(b, bb, d, ""), "");
@@ -46,7 +46,7 @@ static LLVMValueRef cmul(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValueRef 
   return make(cg, ct, r, i);
 }
 
-static LLVMValueRef cdiv(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValueRef y) {
+LLVMValueRef cg_complex_div(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef b = cg->b;
   LLVMValueRef a = re(cg, x), bb = im(cg, x), c = re(cg, y), d = im(cg, y);
   LLVMValueRef small_c = LLVMBuildFCmp(b, LLVMRealOLT, fabs_of(cg, c), fabs_of(cg, d), "");
@@ -125,7 +125,7 @@ static LLVMValueRef is_zero(Codegen *cg, LLVMValueRef z) {
 /* x^y = exp(y log x), 1 when both are 0. */
 static LLVMValueRef cpow_of(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef b = cg->b;
-  LLVMValueRef p = cexp_of(cg, ct, cmul(cg, ct, y, clog_of(cg, ct, x)));
+  LLVMValueRef p = cexp_of(cg, ct, cg_complex_mul(cg, ct, y, clog_of(cg, ct, x)));
   LLVMValueRef one = make(cg, ct, cg_const_f(cg, et_complex_component(ct), 1.0),
                           cg_const_f(cg, et_complex_component(ct), 0.0));
   return LLVMBuildSelect(b, LLVMBuildAnd(b, is_zero(cg, x), is_zero(cg, y), ""), one, p, "");
@@ -136,8 +136,8 @@ static LLVMValueRef catan2_of(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValu
   LLVMBuilderRef b = cg->b;
   LLVMValueRef ix = make(cg, ct, LLVMBuildFNeg(b, im(cg, x), ""), re(cg, x));
   LLVMValueRef num = LLVMBuildFAdd(b, y, ix, "");
-  LLVMValueRef den = csqrt_of(cg, ct, LLVMBuildFAdd(b, cmul(cg, ct, y, y), cmul(cg, ct, x, x), ""));
-  LLVMValueRef l = clog_of(cg, ct, cdiv(cg, ct, num, den));
+  LLVMValueRef den = csqrt_of(cg, ct, LLVMBuildFAdd(b, cg_complex_mul(cg, ct, y, y), cg_complex_mul(cg, ct, x, x), ""));
+  LLVMValueRef l = clog_of(cg, ct, cg_complex_div(cg, ct, num, den));
   /* -i (a + bi) = b - ai */
   return make(cg, ct, im(cg, l), LLVMBuildFNeg(b, re(cg, l), ""));
 }
@@ -206,8 +206,8 @@ LLVMValueRef cg_complex_op(Codegen *cg, const HloInstr *i, LLVMValueRef const *v
   switch (i->op) {
   case HLO_ADD: return LLVMBuildFAdd(b, v[0], v[1], "");
   case HLO_SUBTRACT: return LLVMBuildFSub(b, v[0], v[1], "");
-  case HLO_MULTIPLY: return cmul(cg, et, v[0], v[1]);
-  case HLO_DIVIDE: return cdiv(cg, et, v[0], v[1]);
+  case HLO_MULTIPLY: return cg_complex_mul(cg, et, v[0], v[1]);
+  case HLO_DIVIDE: return cg_complex_div(cg, et, v[0], v[1]);
   case HLO_POWER: return cpow_of(cg, et, v[0], v[1]);
   case HLO_ATAN2: return catan2_of(cg, et, v[0], v[1]);
   default: return NULL;
