@@ -335,6 +335,10 @@ bool cg_is_linalg(const HloInstr *i);
 bool cg_emit_linalg_kernel(Codegen *cg, const HloInstr *instr,
                            const HloInstr *hero, const char *name,
                            LaunchDims *ld, Diag *d);
+/* fft_kernel.c: hero is an fft. */
+bool cg_emit_fft_kernel(Codegen *cg, const HloInstr *instr,
+                        const HloInstr *hero, const char *name,
+                        LaunchDims *ld, Diag *d);
 /* rng_kernel.c: hero is a rng-bit-generator (the root of a lone fusion). */
 bool cg_emit_rng_kernel(Codegen *cg, const HloInstr *instr,
                         const HloInstr *hero, const char *name,

@@ -455,6 +455,8 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_topk_kernel(cg, i, hero, name, ld, d);
   else if (cg_is_linalg(hero))
     ok = cg_emit_linalg_kernel(cg, i, hero, name, ld, d);
+  else if (hero->op == HLO_FFT)
+    ok = cg_emit_fft_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_RNG_BIT_GENERATOR)
     ok = cg_emit_rng_kernel(cg, i, hero, name, ld, d);
   else if (cg->is_gpu && (tiled = cg_transpose_hero(i)) != NULL)

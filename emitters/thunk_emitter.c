@@ -481,7 +481,6 @@ static bool is_unsupported(HloOp op) {
   case HLO_SET_DIMENSION_SIZE: case HLO_GET_DIMENSION_SIZE:
   case HLO_DYNAMIC_RESHAPE: case HLO_BATCH_NORM_GRAD:
   case HLO_BATCH_NORM_INFERENCE: case HLO_BATCH_NORM_TRAINING:
-  case HLO_FFT:
     return true;
   default:
     return false;

@@ -409,6 +409,12 @@ def f(k):
     return s2, a ^ jnp.uint32(5), b
 args = (jnp.ones((2,), jnp.uint64),)
 """,
+    "fft": """
+def f(x, c):
+    return (jnp.fft.rfft(x, axis=-1), jnp.fft.irfft2(jnp.fft.rfft2(x), s=x.shape[-2:]),
+            jnp.fft.fftn(c, axes=(0, 1, 2)), jnp.fft.ifft(c[..., 0]))
+args = (jnp.ones((4, 6, 10), jnp.float32), jnp.ones((3, 4, 5, 2), jnp.complex64))
+""",
 }
 
 # name -> python source defining f and args, lowered for CUDA.

@@ -1,7 +1,8 @@
 /*
  * test_codegen_linalg.c - the linear-algebra kernels (emitters/
  * linalg_kernel.c): cholesky, triangular-solve and the custom-calls "Qr"
- * and "ProductOfElementaryHouseholderReflectors".
+ * and "ProductOfElementaryHouseholderReflectors"; and fft (emitters/
+ * fft_kernel.c).
  *
  * Each case is a module whose entry root is the op over parameters.  The
  * inputs are random, made Hermitian positive definite where a cholesky
@@ -201,6 +202,29 @@ Test(codegen_linalg, householder_product) {
              "  ROOT q = c64[4,4] custom-call(a, t), "
              "custom_call_target=\"ProductOfElementaryHouseholderReflectors\"\n}\n",
              NULL, 1e-5);
+}
+
+/*
+ * fft: every type, one to three transformed dims, batches, layouts
+ */
+Test(codegen_linalg, fft_and_ifft) {
+  check_prep("HloModule m\nENTRY e {\n  a = c64[3,8] parameter(0)\n"
+             "  ROOT f = c64[3,8] fft(a), fft_type=FFT, fft_length={8}\n}\n", NULL, 1e-5);
+  teardown();
+  check_prep("HloModule m\nENTRY e {\n  a = c128[2,6,5]{0,2,1} parameter(0)\n"
+             "  ROOT f = c128[2,6,5] fft(a), fft_type=IFFT, fft_length={6,5}\n}\n", NULL, 1e-12);
+}
+
+Test(codegen_linalg, rfft_and_irfft) {
+  check_prep("HloModule m\nENTRY e {\n  a = f32[2,3,9] parameter(0)\n"
+             "  ROOT f = c64[2,3,5] fft(a), fft_type=RFFT, fft_length={3,9}\n}\n", NULL, 1e-5);
+  teardown();
+  check_prep("HloModule m\nENTRY e {\n  a = c64[2,3,4,5] parameter(0)\n"
+             "  ROOT f = f32[2,3,4,8]{1,3,2,0} fft(a), fft_type=IRFFT, fft_length={3,4,8}\n}\n",
+             NULL, 1e-5);
+  teardown();
+  check_prep("HloModule m\nENTRY e {\n  a = c128[7] parameter(0)\n"
+             "  ROOT f = f64[13] fft(a), fft_type=IRFFT, fft_length={13}\n}\n", NULL, 1e-12);
 }
 
 /* A shape the op cannot have is an error naming it, not a kernel. */
