@@ -140,6 +140,7 @@ bool pass_reduce_window_rewriter(HloModule *m, PassContext *ctx);
 bool pass_reshape_mover(HloModule *m, PassContext *ctx);
 bool pass_rng_expander(HloModule *m, PassContext *ctx);
 bool pass_scaled_dot_rewriter(HloModule *m, PassContext *ctx);
+bool pass_scan_expander(HloModule *m, PassContext *ctx);
 bool pass_slice_sinker(HloModule *m, PassContext *ctx);
 bool pass_single_device_collectives(HloModule *m, PassContext *ctx);
 bool pass_sort_simplifier(HloModule *m, PassContext *ctx);

@@ -14,7 +14,8 @@
  *                          flatten-call-graph, call-inliner,
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
- *   optimization           expanders and legalizations, and
+ *   optimization           expanders and legalizations (scan-expander
+ *                          first: scans become while loops), and
  *                          reduce-window-rewriter (scans to blocked scans;
  *                          XLA runs it to a fixed point, ours finishes in
  *                          one run), then
@@ -78,6 +79,7 @@ static const PipelineStep simplification2_steps[] = {
 PIPELINE(simplification2, "simplification-2", true, simplification2_steps);
 
 static const PipelineStep optimization_steps[] = {
+    PASS("scan-expander"),
     PASS("scaled-dot-rewriter"),
     PASS("dot-decomposer"),
     PASS("rng-expander"),
@@ -149,6 +151,7 @@ static const PipelineStep backend_required_steps[] = {
     PASS("annotation-remover"),
     PASS("single-device-collectives"),
     PASS("threefry-expander"),
+    PASS("scan-expander"),
     PASS("flatten-call-graph"),
     PASS("layout-assignment"),
     PASS("fusion-wrapper"),

@@ -41,6 +41,7 @@ static const Pass registry[] = {
     {"reshape-mover", pass_reshape_mover},
     {"rng-expander", pass_rng_expander},
     {"scaled-dot-rewriter", pass_scaled_dot_rewriter},
+    {"scan-expander", pass_scan_expander},
     {"single-device-collectives", pass_single_device_collectives},
     {"slice-sinker", pass_slice_sinker},
     {"sort-simplifier", pass_sort_simplifier},
