@@ -11,7 +11,8 @@
  * GetRngSeed the evaluation's seed.  JAX's GPU Threefry kernel
  * (cu_threefry2x32) runs Threefry-2x32 on each element.  "Qr" and
  * "ProductOfElementaryHouseholderReflectors" (XLA's QrExpander's targets)
- * run as linalg.c says.  Any other target
+ * run as linalg.c says, "__onednn$layernorm" as batchnorm.c says.  Any
+ * other target
  * is refused, naming it.
  */
 #include <stdlib.h>
@@ -140,6 +141,7 @@ EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     return ev_ref(a[0]);
   if (strcmp(t, "TopK") == 0) return topk(ev, i, a);
   if (strcmp(t, "Qr") == 0) return eval_qr(ev, i, a);
+  if (layer_norm_call(i)) return eval_onednn_layer_norm(ev, i, a);
   if (strcmp(t, "ProductOfElementaryHouseholderReflectors") == 0)
     return eval_householder_product(ev, i, a);
   if (custom_call_is_threefry(i)) return threefry(ev, i, a);

@@ -287,6 +287,7 @@ EvalValue *eval_householder_product(Eval *ev, const HloInstr *i, EvalValue *cons
 
 /* batchnorm.c */
 EvalValue *eval_batch_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_onednn_layer_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);
 
 /* collective.c: collectives across the devices of the run */
 EvalValue *eval_collective(Eval *ev, const HloInstr *i, EvalValue *const *a);

@@ -122,6 +122,22 @@ ENTRY e {
 }
 """
 
+LAYERNORM = """
+HloModule layernorm
+
+ENTRY e {
+  x = f32[3,7] parameter(0)
+  g = f32[7] parameter(1)
+  b = f32[7] parameter(2)
+  y = f32[2,3,4] parameter(3)
+  g4 = f32[4] parameter(4)
+  b4 = f32[4] parameter(5)
+  n = f32[3,7] custom-call(x, g, b), custom_call_target="__onednn$layernorm", backend_config={"onednn_layer_norm_config":{"rescale":"SCALE_AND_SHIFT","epsilon_typecast":925353388}}
+  m = f32[2,3,4] custom-call(y, g4, b4), custom_call_target="__onednn$layernorm", backend_config={"onednn_layer_norm_config":{"rescale":"SCALE_AND_SHIFT"}}
+  ROOT t = (f32[3,7], f32[2,3,4]) tuple(n, m)
+}
+"""
+
 
 def main():
     # batch member 1 is not positive definite (a negative pivot at step 2),
@@ -145,6 +161,11 @@ def main():
     emit("qr", "custom-calls Qr and ProductOfElementaryHouseholderReflectors (XLA's "
          "QrExpander), tall, wide, complex, a column already reduced", QR,
          [("mixed", [a, r((3, 4)), r((2, 4, 4), c64)])], (1e-5, 1e-5))
+    # XLA:CPU's oneDNN layer normalization call: over the last dimension,
+    # epsilon 1e-5 from the config's bits, and 0 when the config has none
+    emit("onednn_layernorm", "custom-call __onednn$layernorm (oneDNN's layer "
+         "normalization over the last dimension, epsilon from epsilon_typecast)", LAYERNORM,
+         [("rows", [r((3, 7)), r(7), r(7), r((2, 3, 4)), r(4), r(4)])], (1e-5, 1e-4))
 
 
 if __name__ == "__main__":
