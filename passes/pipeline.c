@@ -15,7 +15,9 @@
  *                          zero_sized_hlo_elimination,
  *                          conditional-canonicalizer
  *   optimization           expanders and legalizations (scan-expander
- *                          first: scans become while loops), and
+ *                          and onednn-layernorm-expander first: scans
+ *                          become while loops, XLA:CPU's layer norm call
+ *                          its HLO), and
  *                          reduce-window-rewriter (scans to blocked scans;
  *                          XLA runs it to a fixed point, ours finishes in
  *                          one run), then
@@ -80,6 +82,7 @@ PIPELINE(simplification2, "simplification-2", true, simplification2_steps);
 
 static const PipelineStep optimization_steps[] = {
     PASS("scan-expander"),
+    PASS("onednn-layernorm-expander"),
     PASS("scaled-dot-rewriter"),
     PASS("dot-decomposer"),
     PASS("rng-expander"),
@@ -152,6 +155,7 @@ static const PipelineStep backend_required_steps[] = {
     PASS("single-device-collectives"),
     PASS("threefry-expander"),
     PASS("scan-expander"),
+    PASS("onednn-layernorm-expander"),
     PASS("flatten-call-graph"),
     PASS("layout-assignment"),
     PASS("fusion-wrapper"),
