@@ -430,8 +430,6 @@ def caveats(text):
             break
     if re.search(r"\bsort\(", text) and "is_stable=true" not in text:
         notes.append("an unstable sort: the order of ties is the implementation's")
-    if re.search(r"\bcholesky\(|\"Cholesky\"", text):
-        notes.append("cholesky of a random matrix that is not positive definite")
     if LOW_FLOAT_REDUCE.search(text):
         notes.append("an f16/bf16 reduction: XLA accumulates it more precisely")
     return " (%s)" % "; ".join(notes) if notes else ""
