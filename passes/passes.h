@@ -52,6 +52,8 @@ typedef struct PipelineStep {
   const char *pass;               /* a registered pass by name, or NULL and: */
   const Pipeline *sub;            /* a nested pipeline, or NULL and: */
   const Pass *own;                /* a pass not in the registry (tests) */
+  bool host_only;                 /* runs for --target=host alone (a pass of
+                                     XLA:CPU's pipeline that XLA:GPU's lacks) */
 } PipelineStep;
 
 struct Pipeline {

@@ -22,7 +22,9 @@
  *                          XLA runs it to a fixed point, ours finishes in
  *                          one run), then
  *     simplification       (fixed point) the algebraic simplifier and its
- *                          companions, cse and dce
+ *                          companions, cse and dce; for the host also
+ *                          while-loop-invariant-code-motion, as XLA:CPU's
+ *                          simplification runs it
  *     simplification-2     (fixed point) convert-mover, algsimp
  *                          then computation-deduplicator
  *   layout assignment      layout-assignment
@@ -30,16 +32,16 @@
  *   post-fusion optimization  fusion-wrapper, dce, copy-insertion
  *
  * Passes registered but not in this pipeline (map-inline,
- * optimization-barrier-expander, while-loop-invariant-code-motion,
- * hlo-verifier) belong to other XLA pipelines (CPU, post-scheduling,
+ * optimization-barrier-expander, hlo-verifier) belong to other XLA pipelines (CPU, post-scheduling,
  * invariant checking); --run-passes runs them.
  */
 #include "passes.h"
 
 #include <string.h>
 
-#define PASS(n) {n, NULL, NULL}
-#define SUB(p) {NULL, &p, NULL}
+#define PASS(n) {n, NULL, NULL, false}
+#define HOST_PASS(n) {n, NULL, NULL, true}
+#define SUB(p) {NULL, &p, NULL, false}
 #define PIPELINE(var, name, fix, steps)                                        \
   static const Pipeline var = {name, fix, (int)ARRAY_LEN(steps), steps}
 
@@ -61,6 +63,7 @@ static const PipelineStep simplification_steps[] = {
     PASS("gather-simplifier"),
     PASS("algsimp"),
     PASS("sort-simplifier"),
+    HOST_PASS("while-loop-invariant-code-motion"),
     PASS("tuple-simplifier"),
     PASS("while-loop-constant-sinking"),
     PASS("while-loop-simplifier"),
