@@ -424,6 +424,10 @@ static void drop_kernel(Codegen *cg, const char *name) {
   sb_free(&body);
 }
 
+bool codegen_custom_call_kernel(const HloInstr *i) {
+  return i->op == HLO_CUSTOM_CALL && (cg_is_topk(i) || cg_is_linalg(i));
+}
+
 bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
                     LaunchDims *ld, Diag *d) {
   if (cg->optimized)
@@ -449,6 +453,10 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_sort_kernel(cg, i, hero, name, ld, d);
   else if (cg_is_topk(hero))
     ok = cg_emit_topk_kernel(cg, i, hero, name, ld, d);
+  else if (cg_is_linalg(hero))
+    ok = cg_emit_linalg_kernel(cg, i, hero, name, ld, d);
+  else if (hero->op == HLO_FFT)
+    ok = cg_emit_fft_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_RNG_BIT_GENERATOR)
     ok = cg_emit_rng_kernel(cg, i, hero, name, ld, d);
   else if (i->op == HLO_RNG_GET_AND_UPDATE_STATE)

@@ -80,6 +80,11 @@ Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
                      Diag *d);
 void codegen_free(Codegen *cg);
 
+/* A custom-call that a kernel of its own computes (TopK, Qr,
+ * ProductOfElementaryHouseholderReflectors): the thunk emitter asks
+ * codegen_kernel for it like for a fusion. */
+bool codegen_custom_call_kernel(const HloInstr *i);
+
 /* Emits kernel `name` computing instruction i (a fusion; any other op is
  * treated as a fusion of itself).  Host: ld->grid[0] is the number of
  * work units, everything else 1. */

@@ -17,6 +17,8 @@
  *   custom-call to a library (GEMM or  -> a gemm or conv thunk with its
  *   convolution, backend_config.h)        descriptor (libcall_lower.c)
  *   custom-call "TopK"                -> a kernel thunk (topk_kernel.c)
+ *   custom-call "Qr", "ProductOf-     -> a kernel thunk (linalg_kernel.c)
+ *   ElementaryHouseholderReflectors"
  *   all-reduce, all-gather, reduce-   -> a collective thunk (collective_desc.c)
  *   scatter, all-to-all, collective-     with its operand and result slices
  *   permute, collective-broadcast,
@@ -534,7 +536,6 @@ static bool is_unsupported(HloOp op) {
   case HLO_SET_DIMENSION_SIZE: case HLO_GET_DIMENSION_SIZE:
   case HLO_DYNAMIC_RESHAPE: case HLO_BATCH_NORM_GRAD:
   case HLO_BATCH_NORM_INFERENCE: case HLO_BATCH_NORM_TRAINING:
-  case HLO_FFT: case HLO_CHOLESKY: case HLO_TRIANGULAR_SOLVE:
     return true;
   default:
     return false;
@@ -675,9 +676,8 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   LibCallTarget target = libcall_target(i);
   if (target != LIBCALL_NONE)
     return emit_libcall(e, v, i, target);
-  if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
-      strcmp(i->cc->target, "TopK") == 0)
-    return emit_kernel(e, v, i);   /* topk_kernel.c */
+  if (codegen_custom_call_kernel(i))
+    return emit_kernel(e, v, i);   /* topk_kernel.c, linalg_kernel.c */
   if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
       strcmp(i->cc->target, "SliceToDynamic") == 0)
     return emit_slice_to_dynamic(e, v, i);
