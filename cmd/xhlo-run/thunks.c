@@ -385,6 +385,7 @@ int run_thunks(const RunOpts *o, const char *path) {
   if (o->trace) executor_set_trace(ex, TRACE_MAX_EVENTS);
   executor_set_command_buffers(ex, !o->no_command_buffers);
   executor_set_sync_each_thunk(ex, o->sync_each_thunk);
+  executor_set_keep_inputs(ex, o->keep_inputs);
 
   int runs = o->iterations > 0 ? o->iterations : 1;
   run_ms = xcalloc((size_t)runs, sizeof *run_ms);

@@ -113,6 +113,9 @@ struct Executor {
   int nprof;
   ThunkProfile *prof;
   bool no_cmdbufs;                /* executor_set_command_buffers(false) */
+  bool keep_inputs;               /* executor_set_keep_inputs */
+  const Literal **resident;       /* keep_inputs: per parameter leaf, the
+                                     literal its buffer holds (NULL: none) */
   int ncbs;
   CmdBuf **cbs;                   /* every command buffer, to free them */
   /* tracing (executor_set_trace) */
@@ -730,6 +733,26 @@ void executor_set_command_buffers(Executor *e, bool on) {
   e->no_cmdbufs = !on;
 }
 
+void executor_set_keep_inputs(Executor *e, bool on) {
+  e->keep_inputs = on;
+  if (!e->resident)
+    e->resident = ARENA_ARRAY(e->arena, const Literal *, e->a->nparams + 1);
+  for (int k = 0; k < e->a->nparams; k++)
+    e->resident[k] = NULL;
+}
+
+/* Whether a run may write parameter leaf k's buffer: a result leaf lives in
+ * its allocation (input_output_alias).  Nothing else writes a parameter
+ * allocation: buffer assignment gives parameters allocations of their own,
+ * and every computed value gets a buffer of its own. */
+static bool param_written(const Executor *e, int k) {
+  const Artifact *a = e->a;
+  for (int j = 0; j < a->noutputs; j++)
+    if (a->outputs[j].slice.alloc == a->params[k].slice.alloc)
+      return true;
+  return false;
+}
+
 /* Recomputes every address of a prepared sequence from its thunks' slices
  * (after the buffers moved). */
 static void rebind_seq(Executor *e, ExecSeq *s) {
@@ -1052,6 +1075,10 @@ static bool upload_inputs(Executor *e, Literal *const *inputs, Diag *d) {
     size_t n = (size_t)a->params[k].slice.size;
     if (n == 0) continue;
     if (!l->data) return ex_err(d, "input %d has no values", k);
+    if (e->keep_inputs) {
+      if (e->resident[k] == l) continue;
+      e->resident[k] = param_written(e, k) ? NULL : l;
+    }
     DevPtr dst = slice_addr(e, a->params[k].slice);
     if (e->staged) {
       uint8_t *st = e->stage + e->stage_in[k];

@@ -180,6 +180,14 @@ void executor_set_device(Executor *e, Rendezvous *world, int64_t replica,
  * platform without them, its commands run one by one. */
 void executor_set_command_buffers(Executor *e, bool on);
 
+/* Benchmarking (xhlo-run --keep-inputs): on, a run given an input literal
+ * (the same pointer) that an earlier run copied in leaves that parameter's
+ * buffer as it is, as XLA's benchmarks keep their arguments on the device,
+ * unless a result may overwrite it (input_output_alias): such a parameter is
+ * copied in at every run.  The caller must not change the literals' values
+ * while this is on.  Turning it on or off forgets what was copied in. */
+void executor_set_keep_inputs(Executor *e, bool on);
+
 /* Moves the buffer pool to new device memory (contents copied, the old
  * memory freed), as a caller that hands the executor other buffers would:
  * the next run sees new addresses everywhere, so every recorded command
