@@ -365,6 +365,8 @@ void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
     units = (total + per - 1) / per;
   }
   ld->grid[0] = (uint32_t)units;
+  ld->rows = total;
+  ld->rows_per_unit = per;
   LLVMValueRef p = cg_const_i64(cg, per), n = cg_const_i64(cg, total);
   *start = LLVMBuildMul(b, k->lo, p, "start");
   LLVMValueRef e = LLVMBuildMul(b, k->hi, p, "");

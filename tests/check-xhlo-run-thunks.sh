@@ -545,8 +545,9 @@ EOF
     profile_case "xhloc loop profile" "$tmp/wl.thunks" host 3 "w=1 w/cond/*=6 w/body/*=5" "" \
       -- --random-inputs
     # thread-count independence: kernels of many work units (a loop
-    # kernel, row and column reductions, a fused softmax) give the same
-    # bits on 1, 2 and 5 threads, and agree with the interpreter
+    # kernel, row and column reductions, a fused softmax, whose four
+    # kernels run as one chain) give the same bits on 1, 2 and 5 threads,
+    # and agree with the interpreter
     cat >"$tmp/par.hlo" <<'EOF'
 HloModule par
 
@@ -580,6 +581,8 @@ ENTRY e {
 EOF
     if "$bin/xhloc" --target=host -o "$tmp/par" "$tmp/par.hlo" >"$tmp/xhloc.out" 2>&1; then
       ok
+      expect "softmax chained" 0 "kernel = input_reduce_fusion_33_chain, launch dimensions = blocks: {5," -- \
+        "$run" "$tmp/par.thunks" --describe
       for t in 1 2 5; do
         expect "threads=$t run" 0 "" -- "$run" "$tmp/par.thunks" --random-inputs --threads=$t \
           "--output=@$tmp/par$t.0.bin" "--output=@$tmp/par$t.1.bin" "--output=@$tmp/par$t.2.bin" --quiet
