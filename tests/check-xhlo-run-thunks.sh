@@ -3,7 +3,7 @@
 # runs on the host platform (kernel, copy, memset, while, layouts, tuples),
 # --compare with the interpreter (agreeing and disagreeing), the embedded
 # original HLO on --platform=interpreter, --describe, --iterations (with
-# --keep-inputs),
+# --device-resident),
 # --profile (the table: columns, order, shares, calls with --iterations and
 # while loops, bytes) and --trace (the Chrome trace JSON read back: an event
 # per thunk execution, durations, order, runs), --help; and the refusals: missing, corrupted and truncated
@@ -227,7 +227,7 @@ expect "describe kernel" 0 "add4" -- "$run" "$A" --describe
 expect "describe target" 0 "host" -- "$run" "$A" --describe
 expect "describe gpu without gpu" 0 "sm_90" -- "$run" "$tmp/gadd.thunks" --describe
 expect "iterations" 0 "5 runs: min" -- "$run" "$A" "${in2[@]}" --iterations=5 --quiet
-expect "keep-inputs" 0 "5 runs: min" -- "$run" "$A" "${in2[@]}" --iterations=5 --keep-inputs \
+expect "device-resident" 0 "5 runs: min" -- "$run" "$A" "${in2[@]}" --iterations=5 --device-resident \
   "--expected-output=4xf32=11 22 33 44.5" --quiet
 # command buffers (memset; cond kernel; body kernel and copy): the host runs
 # their thunks in order, with or without --command-buffers
@@ -292,7 +292,7 @@ echo old >"$tmp/tr/t.json"
 expect "trace failed run" 1 "" -- "$run" "$A" "--input=4xf32=1 2 3 4" "--trace=$tmp/tr/t.json"
 if [ "$(cat "$tmp/tr/t.json")" = old ] && [ "$(ls -A "$tmp/tr")" = t.json ]; then ok; else
   bad "a failed run changed the trace file or left a temporary: $(ls -A "$tmp/tr")"; fi
-for w in --compare --iterations --keep-inputs --profile --trace --describe host cuda interpreter 1e-3; do
+for w in --compare --iterations --device-resident --profile --trace --describe host cuda interpreter 1e-3; do
   expect "help $w" 0 "$w" -- "$run" --help
 done
 
@@ -650,7 +650,7 @@ fi
 expect "iterations zero" 2 "--iterations" -- "$run" "$A" --random-inputs --iterations=0
 expect "iterations junk" 2 "--iterations" -- "$run" "$A" --random-inputs --iterations=x
 expect "compare on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --compare
-expect "keep-inputs on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --keep-inputs
+expect "device-resident on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --device-resident
 expect "host on hlo" 2 "xhloc -o PREFIX" -- "$run" "$tmp/k.hlo" --platform=host
 expect "profile on interpreter" 2 "--platform=host or cuda" -- \
   "$run" "$A" --platform=interpreter --profile --random-inputs

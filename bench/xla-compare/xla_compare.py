@@ -6,9 +6,9 @@ inputs as .npy, then
     and compile it with the JAX client's compile_and_load; time the median
     of N executions (inputs already on the device, outputs ready);
   - xhloc: compile the same text with `xhloc [--target=host] -o PREFIX`,
-    run `xhlo-run PREFIX.thunks --iterations=N --keep-inputs` on the same
-    inputs (kept on the device between runs, as XLA's are) and take its
-    "execution (thunks only)" median;
+    run `xhlo-run PREFIX.thunks --iterations=N --device-resident` on the same
+    inputs (inputs and results kept on the device between runs, as XLA's
+    are) and take its "execution (thunks only)" median;
 and check xhloc's outputs against XLA's (a wrong answer is reported as
 WRONG, never timed as a success).  Prints a table with each ratio
 xhloc/XLA (below 1: xhloc is faster), compile times, and the geometric
@@ -97,7 +97,7 @@ def run_xhloc(args, name, text_path, leaves, out_dtypes, budget_ms, work):
         ins.append("--input=@" + path)
     outs = [os.path.join(work, "%s.out%d.npy" % (name, k)) for k in range(len(out_dtypes))]
     base = [args.xhlo_run, prefix + ".thunks", "--platform=" + args.platform,
-            "--keep-inputs"] + ins
+            "--device-resident"] + ins
     if args.threads:
         base.append("--threads=%d" % args.threads)
 

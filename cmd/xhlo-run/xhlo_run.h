@@ -35,7 +35,7 @@ typedef struct RunOpts {
   bool no_command_buffers;        /* --command-buffers=off */
   bool no_tf32;                   /* --tf32=off */
   bool sync_each_thunk;           /* --sync-each-thunk */
-  bool keep_inputs;               /* --keep-inputs */
+  bool device_resident;           /* --device-resident */
 } RunOpts;
 
 /*

@@ -1192,7 +1192,7 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
     e->trace_end = e->run_origin + run_ms;
     e->traced_runs++;
   }
-  if (e->staged && !queue_outputs(e, d))
+  if (e->staged && result && !queue_outputs(e, d))
     return synced(e, false, "queueing the copies of the outputs", d);
   if (!synced(e, p->synchronize(p, d), "the synchronization after the last thunk", d))
     return false;
@@ -1203,6 +1203,8 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
       return false;
     e->last_exec_ms = run_ms;
   }
+  if (!result)
+    return true;                  /* the results stay on the device */
   Literal **leaves = xcalloc((size_t)e->a->noutputs + 1, sizeof *leaves);
   bool ok = download_outputs(e, out, leaves, d);
   if (ok) {

@@ -5,7 +5,8 @@
  * tuple results, parameters and results with non-default layouts, the
  * layout permutation itself, profiling (calls, nesting, the summary table,
  * bytes, the trace's events in order), inputs kept on the device between
- * runs (executor_set_keep_inputs), and the refusals (bad inputs, a kernel
+ * runs (executor_set_keep_inputs) and results left there (no result
+ * literal), and the refusals (bad inputs, a kernel
  * the file lacks, a slice outside its allocation).
  *
  * Artifacts are built in memory; the kernels are C functions with the host
@@ -694,7 +695,7 @@ Test(runtime, independent_kernels_launch_together) {
   for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r->tuple[0], k), 4 * xs[k]);
 }
 
-/* --keep-inputs: copies into the device counted */
+/* --device-resident: copies into the device counted */
 static int NCopiesIn;
 static bool (*real_h2d)(Platform *, DevPtr, const void *, size_t, Diag *);
 
@@ -752,4 +753,22 @@ Test(runtime, keep_inputs_copies_an_aliased_input_every_run) {
     cr_expect_eq(NCopiesIn, run + 1);
     for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), 2 * xs[k], "run %d", run);
   }
+}
+
+/* A run without a result literal leaves the results on the device: the
+ * next run that asks for them gets its own. */
+Test(runtime, results_left_on_the_device) {
+  int a = param("f32[4]{0}", 16), b = param("f32[4]{0}", 16);
+  int o = alloc(16, 0);
+  kernel(&Art->entry, "add4", 3, (BufSlice[]){sl(a, 0, 16), sl(b, 0, 16), sl(o, 0, 16)});
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  make_executor();
+  Literal *in[] = {lit("1 2 3 4", "f32[4]"), lit("10 20 30 40.5", "f32[4]")};
+  size_t before = arena_bytes_used(Out);
+  cr_assert(executor_run(Ex, in, Out, NULL, &D), "run: %s", D.msg ? D.msg : "?");
+  cr_expect_eq(arena_bytes_used(Out), before, "a run without a result allocated one");
+  Literal *r = run1(in);
+  float want[] = {11, 22, 33, 44.5f};
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), want[k]);
 }
