@@ -170,7 +170,8 @@ void cg_kernel_end(CgKernel *k);
  * (one unit when the whole is small), sets ld->grid[0] to the number of
  * units and emits *start, *end: the items of this call's units
  * [k->lo, k->hi).  Every item is computed by exactly one unit, so results
- * do not depend on how units are spread over threads. */
+ * do not depend on how units are spread over threads.  Records total and
+ * the items per unit in ld->rows and ld->rows_per_unit. */
 enum { CG_HOST_GRAIN = 32768 };
 void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
                    LLVMValueRef *start, LLVMValueRef *end);

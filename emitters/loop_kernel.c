@@ -175,6 +175,7 @@ static bool emit_host(Codegen *cg, CgKernel *k, CgElemental *e, const LoopOut *o
   CgLoop rows, cols;
   if (!transposing || nrows < 2 * HOST_TILE || minor < 2 * HOST_TILE) {
     cg_host_range(k, nrows, minor, ld, &start, &end);
+    ld->row_dims = nouter;        /* rows: the dims but the minor-most */
     LLVMValueRef row = cg_loop_begin(cg, &rows, start, end, cg_const_i64(cg, 1), "row");
     cg_split_index(cg, row, nouter, outer, s->dims, idx);
     idx[md] = cg_loop_begin(cg, &cols, cg_const_i64(cg, 0), cg_const_i64(cg, minor),

@@ -37,6 +37,7 @@ typedef struct RunOpts {
   bool no_tf32;                   /* --tf32=off */
   int streams;                    /* --streams=N; 0: the platform's default */
   bool sync_each_thunk;           /* --sync-each-thunk */
+  bool device_resident;           /* --device-resident */
 } RunOpts;
 
 /*
