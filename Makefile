@@ -62,8 +62,16 @@ XHLOC_LDLIBS = $(if $(EMIT_SRCS),$(LLVM_LIBS)) $(LDLIBS) -ldl
 LLVM_COMPONENTS := x86 nvptx passes bitreader linker
 XHLOC_LLVM_LINK ?= $(if $(and $(wildcard $(shell $(LLVM_CONFIG) --libdir 2>/dev/null)/libLLVMCore.a),\
                               $(wildcard $(shell $(CC) -print-file-name=libzstd.so))),static,shared)
+# libstdc++, libgcc, zlib and zstd are linked statically too where their
+# archives are installed (only libc and libm stay shared): the dynamic
+# loader's ~9000 symbol relocations against libstdc++ (LLVM's vtables and
+# typeinfo) and the extra libraries' mappings cost ~1 ms at every start.
+comma := ,
+static_lib = $(if $(filter /%,$(shell $(CC) -print-file-name=lib$(1).a)),-Wl$(comma)-Bstatic -l$(1) -Wl$(comma)-Bdynamic,-l$(1))
+LLVM_SYSTEM_LIBS = $(patsubst -lz,$(call static_lib,z),$(patsubst -lzstd,$(call static_lib,zstd),\
+  $(shell $(LLVM_CONFIG) --link-static --system-libs)))
 LLVM_STATIC_LIBS = $(shell $(LLVM_CONFIG) --link-static --ldflags --libs $(LLVM_COMPONENTS)) \
-  -Wl,--as-needed $(shell $(LLVM_CONFIG) --link-static --system-libs) -lstdc++ -lpthread
+  -Wl,--as-needed $(LLVM_SYSTEM_LIBS) $(call static_lib,stdc++) -static-libgcc -lpthread
 # Linked statically, xhloc is not position-independent either (-no-pie):
 # the dynamic loader then has no relocations to apply to LLVM's tables.
 XHLOC_BIN_LDLIBS = $(if $(filter static,$(XHLOC_LLVM_LINK)),-no-pie $(LLVM_STATIC_LIBS) $(LDLIBS) -ldl,$(XHLOC_LDLIBS))

@@ -170,7 +170,8 @@ void cg_kernel_end(CgKernel *k);
  * (one unit when the whole is small), sets ld->grid[0] to the number of
  * units and emits *start, *end: the items of this call's units
  * [k->lo, k->hi).  Every item is computed by exactly one unit, so results
- * do not depend on how units are spread over threads. */
+ * do not depend on how units are spread over threads.  Records total and
+ * the items per unit in ld->rows and ld->rows_per_unit. */
 enum { CG_HOST_GRAIN = 32768 };
 void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
                    LLVMValueRef *start, LLVMValueRef *end);
@@ -329,6 +330,16 @@ bool cg_is_topk(const HloInstr *i);
 bool cg_emit_topk_kernel(Codegen *cg, const HloInstr *instr,
                          const HloInstr *hero, const char *name,
                          LaunchDims *ld, Diag *d);
+/* linalg_kernel.c: hero is a cholesky, triangular-solve, or a custom-call
+ * "Qr" or "ProductOfElementaryHouseholderReflectors" (cg_is_linalg). */
+bool cg_is_linalg(const HloInstr *i);
+bool cg_emit_linalg_kernel(Codegen *cg, const HloInstr *instr,
+                           const HloInstr *hero, const char *name,
+                           LaunchDims *ld, Diag *d);
+/* fft_kernel.c: hero is an fft. */
+bool cg_emit_fft_kernel(Codegen *cg, const HloInstr *instr,
+                        const HloInstr *hero, const char *name,
+                        LaunchDims *ld, Diag *d);
 /* rng_kernel.c: hero is a rng-bit-generator (the root of a lone fusion). */
 bool cg_emit_rng_kernel(Codegen *cg, const HloInstr *instr,
                         const HloInstr *hero, const char *name,
@@ -403,6 +414,9 @@ LLVMValueRef cg_bitfloat_from_double(Codegen *cg, ElemType et, LLVMValueRef x);
 /* Op `op` of i (operand types in, result type out) on register values v;
  * NULL when the op is not one of the complex ops supported. */
 LLVMValueRef cg_complex_op(Codegen *cg, const HloInstr *i, LLVMValueRef const *v);
+/* x * y and x / y (Smith's method) of complex registers of type ct. */
+LLVMValueRef cg_complex_mul(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef cg_complex_div(Codegen *cg, ElemType ct, LLVMValueRef x, LLVMValueRef y);
 
 /* An elementwise op (hlo_op_is_elementwise) of i applied to register values
  * ops (one per operand of i, of the operands' element types).  NULL with an

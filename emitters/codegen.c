@@ -365,6 +365,8 @@ void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
     units = (total + per - 1) / per;
   }
   ld->grid[0] = (uint32_t)units;
+  ld->rows = total;
+  ld->rows_per_unit = per;
   LLVMValueRef p = cg_const_i64(cg, per), n = cg_const_i64(cg, total);
   *start = LLVMBuildMul(b, k->lo, p, "start");
   LLVMValueRef e = LLVMBuildMul(b, k->hi, p, "");
@@ -424,6 +426,10 @@ static void drop_kernel(Codegen *cg, const char *name) {
   sb_free(&body);
 }
 
+bool codegen_custom_call_kernel(const HloInstr *i) {
+  return i->op == HLO_CUSTOM_CALL && (cg_is_topk(i) || cg_is_linalg(i));
+}
+
 bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
                     LaunchDims *ld, Diag *d) {
   if (cg->optimized)
@@ -449,6 +455,10 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_sort_kernel(cg, i, hero, name, ld, d);
   else if (cg_is_topk(hero))
     ok = cg_emit_topk_kernel(cg, i, hero, name, ld, d);
+  else if (cg_is_linalg(hero))
+    ok = cg_emit_linalg_kernel(cg, i, hero, name, ld, d);
+  else if (hero->op == HLO_FFT)
+    ok = cg_emit_fft_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_RNG_BIT_GENERATOR)
     ok = cg_emit_rng_kernel(cg, i, hero, name, ld, d);
   else if (i->op == HLO_RNG_GET_AND_UPDATE_STATE)
@@ -574,7 +584,12 @@ static const char gpu_pipeline[] =
  * unrolling of small constant-trip loops (a reduce-window's window: then
  * the loop around it vectorizes, 10x on a scan's blocks) and the loop
  * vectorizer on the innermost loops the emitters shape for it (the row
- * reductions' reassociable reducers included).  default<O2> spends
+ * reductions' reassociable reducers included), then SROA again: the
+ * column reductions' tile of accumulators, an alloca indexed by the loops
+ * until the vectorizer unrolled them, becomes vector registers (the
+ * reduction loop then loads and adds, with no store and reload of the tile
+ * per row, and instruction selection has a third of the memory operations
+ * to order).  default<O2> spends
  * about 3x as long on a training step for no measured gain; O3 still runs
  * it.
  */
@@ -582,7 +597,7 @@ static const char host_pipeline[] =
   "inline,"
   "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,"
   "loop-mssa(licm),loop(loop-rotate,loop-unroll-full),"
-  "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,"
+  "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,sroa,"
   "instcombine<no-verify-fixpoint>,simplifycfg)";
 
 static bool finalize(Codegen *cg, Diag *d) {

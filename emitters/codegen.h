@@ -70,6 +70,15 @@ typedef struct LaunchDims {
                                      (64-byte aligned) that it may use as it
                                      likes while it runs (sort's index
                                      arrays) */
+  /* host: how the work units split the result (kernel_chain.c runs
+   * kernels whose units are the same rows as one).  cg_host_range sets
+   * rows (its items) and rows_per_unit; an emitter whose items are rows
+   * sets row_dims: unit u computes rows [u * rows_per_unit, (u + 1) *
+   * rows_per_unit), a row being an index of the first row_dims physical
+   * dimensions (major to minor) of the first result leaf, in row-major
+   * order.  row_dims 0: the units split the result otherwise. */
+  int row_dims;
+  int64_t rows, rows_per_unit;
 } LaunchDims;
 
 typedef struct Codegen Codegen;
@@ -79,6 +88,11 @@ typedef struct Codegen Codegen;
 Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
                      Diag *d);
 void codegen_free(Codegen *cg);
+
+/* A custom-call that a kernel of its own computes (TopK, Qr,
+ * ProductOfElementaryHouseholderReflectors): the thunk emitter asks
+ * codegen_kernel for it like for a fusion. */
+bool codegen_custom_call_kernel(const HloInstr *i);
 
 /* Emits kernel `name` computing instruction i (a fusion; any other op is
  * treated as a fusion of itself).  Host: ld->grid[0] is the number of
@@ -101,5 +115,27 @@ const char *codegen_host_cpu(const Codegen *cg, const char **features);
  * system linker, `ld -shared ... -lm -lc`, or when that is missing or fails
  * with the C compiler driver, `cc -shared`). */
 bool codegen_host_so(Codegen *cg, const char *path, Diag *d);
+
+/*
+ * kernel_chain.c (host only)
+ */
+/* The row footprint of each of a host kernel's nargs arguments (in
+ * codegen_kernel's order: operand leaves, result leaves, scratch; of
+ * arg_bytes bytes each), for the LaunchDims it returned: row_bytes[k] > 0
+ * when work unit u touches only bytes [u * p * row_bytes[k], (u + 1) * p *
+ * row_bytes[k]) of argument k (p = ld->rows_per_unit), else 0 (any unit
+ * may touch any byte).  False, every entry 0, when the units are not rows
+ * (ld->row_dims 0) or the target is the GPU. */
+bool codegen_row_bytes(Codegen *cg, const HloInstr *i, const LaunchDims *ld, int nargs,
+                       const int64_t *arg_bytes, int64_t *row_bytes);
+/* A host kernel `name` that runs the already emitted kernels members[0..n)
+ * one work unit at a time: for each unit of its range, every member on that
+ * unit, in order.  Its arguments are the members' (nargs[k] each), one
+ * after another.  The members become internal to the module, inlined into
+ * it.  Equal to running each member over all units in turn only when no
+ * member touches bytes that another member touches for another unit and
+ * one of them writes (thunk_chain.c checks it with codegen_row_bytes). */
+bool codegen_chain_kernel(Codegen *cg, const char *name, int n, const char *const *members,
+                          const int *nargs, Diag *d);
 
 #endif

@@ -6,8 +6,8 @@
  * Full HLO semantics: any dim_labels, feature_group_count and
  * batch_group_count, window strides, padding (negative too), lhs (base)
  * dilation, rhs (window) dilation and window reversal.  They follow
- * lib/eval/dot.c (XLA's evaluator): each operand element is converted to
- * the result type and then to the accumulation type (f32 for f32 and the
+ * lib/eval/dot.c (XLA's evaluator): each operand element (pred too: 0 or
+ * 1) is converted to the result type and then to the accumulation type (f32 for f32 and the
  * smaller floats, f64, 64-bit integers for every integer type, wrapping);
  * for each output element the products are summed from zero over the
  * window positions (row-major over the spatial dims, outer) and the input
@@ -95,8 +95,7 @@ static bool analyze(Conv *t) {
                         "convolution emitter");
   t->et = os->et;
   t->acc_et = acc_type(os->et);
-  if (t->acc_et == ET_INVALID || !cg_et_supported(ls->et) || !cg_et_supported(rs->et) ||
-      et_class(ls->et) == ETC_PRED || et_class(rs->et) == ETC_PRED)
+  if (t->acc_et == ET_INVALID || !cg_et_supported(ls->et) || !cg_et_supported(rs->et))
     return diag_error(t->d, h->loc,
                       "convolution of %s x %s -> %s is not supported by the convolution emitter",
                       et_name(ls->et), et_name(rs->et), et_name(os->et));

@@ -503,6 +503,25 @@ static LLVMValueRef emit_map(CgElemental *e, const HloInstr *x,
   return out;
 }
 
+/* A fusion or call of scalars (a comparator or reducer that XLA fused or
+ * outlined): its computation applied to the operands' values. */
+static LLVMValueRef emit_scalar_call(CgElemental *e, const HloInstr *x) {
+  if (x->ncalled != 1 || x->nops > 16 || !shape_is_array(x->shape) || x->shape->rank != 0)
+    return fail(e, x, "unsupported op");
+  LLVMValueRef ops[16];
+  for (int k = 0; k < x->nops; k++) {
+    const Shape *os = x->ops[k]->shape;
+    if (!shape_is_array(os) || os->rank != 0)
+      return fail(e, x, "unsupported op");
+    if (!(ops[k] = emit(e, x->ops[k], NULL)))
+      return NULL;
+  }
+  LLVMValueRef out;
+  if (!cg_emit_scalar_comp(e->cg, x->called[0], x->nops, ops, &out, e->d))
+    return NULL;
+  return out;
+}
+
 /* An alloca in the function's entry block (promoted to registers by the
  * optimizer). */
 static LLVMValueRef entry_alloca(Codegen *cg, LLVMTypeRef t) {
@@ -645,6 +664,8 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
     return fail(e, x, "unsupported tuple access");
   case HLO_MAP:
     return emit_map(e, x, idx);
+  case HLO_FUSION: case HLO_CALL:
+    return emit_scalar_call(e, x);
   case HLO_REDUCE:
     return emit_reduce(e, x, 0, idx);
   case HLO_REDUCE_WINDOW:

@@ -150,6 +150,28 @@ LLVMValueRef cg_emit_min(Codegen *cg, ElemType et, LLVMValueRef a,
   return int_maxmin(cg, et, false, a, b);
 }
 
+/* x rounded to f32 toward zero with the last bit set when inexact (round
+ * to odd): rounding that to f16 to nearest even then rounds x once,
+ * correctly (f32 keeps more than two bits beyond f16's).  The host has no
+ * double-to-half instruction, and LLVM would call a compiler-rt routine
+ * that our shared objects do not carry.  (bf16 from f64 goes through f32
+ * rounded to nearest, as XLA's emitter does.) */
+static LLVMValueRef f64_to_f32_odd(Codegen *cg, LLVMValueRef x) {
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(cg->ctx), ft = f32t(cg), dt = f64t(cg);
+  LLVMValueRef t = LLVMBuildFPTrunc(b, x, ft, "");
+  LLVMValueRef back = LLVMBuildFPExt(b, t, dt, "");
+  LLVMValueRef inexact = LLVMBuildFCmp(b, LLVMRealONE, back, x, "");
+  LLVMValueRef ab = cg_call_named(cg, "llvm.fabs.f64", dt, 1, &dt, &back);
+  LLVMValueRef ax = cg_call_named(cg, "llvm.fabs.f64", dt, 1, &dt, &x);
+  LLVMValueRef away = LLVMBuildFCmp(b, LLVMRealOGT, ab, ax, "");
+  LLVMValueRef bits = LLVMBuildBitCast(b, t, i32, "");
+  LLVMValueRef one = LLVMConstInt(i32, 1, false);
+  LLVMValueRef down = LLVMBuildSelect(b, away, LLVMBuildSub(b, bits, one, ""), bits, "");
+  bits = LLVMBuildSelect(b, inexact, LLVMBuildOr(b, down, one, ""), bits, "");
+  return LLVMBuildBitCast(b, bits, ft, "");
+}
+
 LLVMValueRef cg_emit_convert(Codegen *cg, ElemType from, ElemType to,
                              LLVMValueRef v) {
   LLVMBuilderRef b = cg->b;
@@ -195,8 +217,10 @@ LLVMValueRef cg_emit_convert(Codegen *cg, ElemType from, ElemType to,
     x = LLVMBuildSIToFP(b, v, ct, "");
   } else {
     x = to_compute(cg, from, v);
-    if (to == ET_F16 && from == ET_F64)
+    if (to == ET_F16 && from == ET_F64 && cg->is_gpu)
       return LLVMBuildFPTrunc(b, x, tt, "");
+    if (to == ET_F16 && from == ET_F64)
+      return from_compute(cg, to, f64_to_f32_odd(cg, x));
     if (LLVMTypeOf(x) != ct)
       x = wide ? LLVMBuildFPExt(b, x, ct, "") : LLVMBuildFPTrunc(b, x, ct, "");
   }

@@ -175,6 +175,7 @@ static bool emit_host(Codegen *cg, CgKernel *k, CgElemental *e, const LoopOut *o
   CgLoop rows, cols;
   if (!transposing || nrows < 2 * HOST_TILE || minor < 2 * HOST_TILE) {
     cg_host_range(k, nrows, minor, ld, &start, &end);
+    ld->row_dims = nouter;        /* rows: the dims but the minor-most */
     LLVMValueRef row = cg_loop_begin(cg, &rows, start, end, cg_const_i64(cg, 1), "row");
     cg_split_index(cg, row, nouter, outer, s->dims, idx);
     idx[md] = cg_loop_begin(cg, &cols, cg_const_i64(cg, 0), cg_const_i64(cg, minor),
@@ -221,11 +222,29 @@ bool cg_emit_loop_kernel(Codegen *cg, const HloInstr *instr, const char *name,
   const HloComp *comp = cg_fusion_comp(instr);
   const HloInstr *root = comp ? comp->root : instr;
   LoopOut o = {0};
+  HloInstr *gtes = NULL;          /* element k of a multi-output root op */
   if (root->op == HLO_TUPLE && comp) {
     o.n = root->nops;
     o.roots = xcalloc((size_t)o.n + 1, sizeof *o.roots);
     for (int k = 0; k < o.n; k++)
       o.roots[k] = root->ops[k];
+  } else if (root->op == HLO_REDUCE_WINDOW && shape_is_tuple(root->shape)) {
+    /* a variadic reduce-window: its results through get-tuple-elements
+     * that exist only here, which the elemental emitter reads as such */
+    o.n = root->shape->ntuple;
+    o.roots = xcalloc((size_t)o.n + 1, sizeof *o.roots);
+    gtes = xcalloc((size_t)o.n + 1, sizeof *gtes);
+    for (int k = 0; k < o.n; k++) {
+      gtes[k].op = HLO_GET_TUPLE_ELEMENT;
+      gtes[k].name = root->name;
+      gtes[k].loc = root->loc;
+      gtes[k].shape = root->shape->tuple[k];
+      gtes[k].ops = (HloInstr **)&root;
+      gtes[k].nops = 1;
+      gtes[k].tuple_index = k;
+      gtes[k].parent = root->parent;
+      o.roots[k] = &gtes[k];
+    }
   } else {
     o.n = 1;
     o.roots = xcalloc(2, sizeof *o.roots);
@@ -278,5 +297,6 @@ out_kernel:
 out:
   cg_elemental_free(e);
   free(o.roots);
+  free(gtes);
   return ok;
 }

@@ -340,6 +340,28 @@ static bool separable_reducer(const HloComp *c, int n) {
   return true;
 }
 
+/* Whether the row reduction's items (output elements in the order of the
+ * input's kept dims) are the rows of every result leaf in its physical
+ * order: no leaf is a bitcast, and the first leaf's layout keeps the input's
+ * order (LaunchDims.row_dims). */
+static bool outputs_in_item_order(const Red *r) {
+  for (int j = 0; j < r->nouts; j++) {
+    const Shape *hs = r->out_shape[r->outs[j].hero_out], *ls = r->k.out_shapes[r->outs[j].leaf];
+    if (ls->rank != hs->rank ||
+        (hs->rank && memcmp(ls->dims, hs->dims, sizeof(int64_t) * (size_t)hs->rank) != 0))
+      return false;
+  }
+  const Shape *os = r->k.out_shapes[0];
+  if (r->nouts == 0 || os->rank != r->nkept) return false;
+  const Layout *l = os->layout;
+  bool use_layout = l && l->rank == os->rank;
+  for (int j = 0; j < os->rank; j++) {
+    int d = use_layout ? (int)l->minor_to_major[os->rank - 1 - j] : j;
+    if (d != r->opos[r->kept[j]]) return false;
+  }
+  return true;
+}
+
 /* Row reduction (the minor-most input dimension is reduced), work units of
  * whole output elements.  The reduced elements of an output are walked as
  * rows of the minor-most dimension md (outer loops over the other reduced
@@ -353,6 +375,7 @@ static bool emit_host_row(Red *r, LaunchDims *ld, int md) {
   int64_t rm = r->in_shape->dims[md];
   LLVMValueRef start, end, idx[RED_MAX_RANK], xs[RED_MAX_N];
   cg_host_range(&r->k, r->out_n, r->red_n, ld, &start, &end);
+  if (outputs_in_item_order(r)) ld->row_dims = r->nkept;
   CgLoop lo, lh, lt;
   LLVMValueRef o = cg_loop_begin(cg, &lo, start, end, cg_const_i64(cg, 1), "o");
   cg_split_index(cg, o, r->nkept, r->kept, r->in_shape->dims, idx);

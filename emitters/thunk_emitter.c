@@ -6,7 +6,10 @@
  *   fusion (and any other kernel op)  -> a kernel thunk; the kernel comes from
  *                                        codegen_kernel (a kernel that asks
  *                                        for scratch gets the staging
- *                                        allocation as its last argument)
+ *                                        allocation as its last argument);
+ *                                        on the host, one that may join the
+ *                                        kernel thunk before it as a chain
+ *                                        (thunk_chain.h) joins it
  *   copy with equal layouts           -> a copy thunk
  *   while                             -> copies init -> loop state, then a
  *                                        while thunk (cond and body sequences;
@@ -17,6 +20,8 @@
  *   custom-call to a library (GEMM or  -> a gemm or conv thunk with its
  *   convolution, backend_config.h)        descriptor (libcall_lower.c)
  *   custom-call "TopK"                -> a kernel thunk (topk_kernel.c)
+ *   custom-call "Qr", "ProductOf-     -> a kernel thunk (linalg_kernel.c)
+ *   ElementaryHouseholderReflectors"
  *   all-reduce, all-gather, reduce-   -> a collective thunk (collective_desc.c)
  *   scatter, all-to-all, collective-     with its operand and result slices
  *   permute, collective-broadcast,
@@ -35,6 +40,7 @@
 #include "thunk_emitter.h"
 
 #include "collective_desc.h"
+#include "thunk_chain.h"
 
 #include "../lib/eval/eval.h"
 #include "../lib/hlo/backend_config.h"
@@ -57,6 +63,7 @@ typedef struct Emitter {
   ConstVec consts;
   int scratch_alloc;              /* index of the staging allocation */
   int64_t scratch_size;           /* its size; 0: not needed */
+  ThunkChains *chains;            /* host kernels run as chains */
 } Emitter;
 
 static bool emit_comp(Emitter *e, const HloComp *c, ThunkSeq *out);
@@ -160,15 +167,16 @@ static bool copy_leaves(Emitter *e, ThunkVec *v, const HloInstr *at,
   return ok;
 }
 
-/* A kernel name from the instruction's: a C identifier, unique in the
- * artifact (a "_N" suffix on a clash), deterministic. */
-static char *kernel_name(Emitter *e, const HloInstr *i) {
+/* A kernel name from `base` (an instruction's name, or a chain's): a C
+ * identifier, unique in the artifact (a "_N" suffix on a clash),
+ * deterministic. */
+static char *unique_name(Emitter *e, const char *base_name) {
   StrBuf b;
   sb_init(&b);
-  if (!(i->name[0] >= 'a' && i->name[0] <= 'z') &&
-      !(i->name[0] >= 'A' && i->name[0] <= 'Z') && i->name[0] != '_')
+  if (!(base_name[0] >= 'a' && base_name[0] <= 'z') &&
+      !(base_name[0] >= 'A' && base_name[0] <= 'Z') && base_name[0] != '_')
     sb_putc(&b, '_');
-  for (const char *p = i->name; *p; p++) {
+  for (const char *p = base_name; *p; p++) {
     char c = *p;
     bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
               (c >= '0' && c <= '9') || c == '_';
@@ -183,6 +191,20 @@ static char *kernel_name(Emitter *e, const HloInstr *i) {
   char *name = arena_strdup(e->a->arena, b.s);
   sb_free(&b);
   hashmap_put(&e->kernel_names, name, name);
+  return name;
+}
+
+static char *kernel_name(Emitter *e, const HloInstr *i) {
+  return unique_name(e, i->name);
+}
+
+/* The kernel of a chain that starts with kernel `first`: "first_chain". */
+static char *chain_name(Emitter *e, const char *first) {
+  StrBuf b;
+  sb_init(&b);
+  sb_printf(&b, "%s_chain", first);
+  char *name = unique_name(e, b.s);
+  sb_free(&b);
   return name;
 }
 
@@ -215,7 +237,7 @@ static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
     ok = add_args(e, i->ops[k], false, &args, &wr);
   if (ok)
     ok = add_args(e, i, true, &args, &wr);
-  LaunchDims ld = {{1, 1, 1}, {1, 1, 1}, 0, 0};
+  LaunchDims ld = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
   char *name = NULL;
   if (ok) {
     name = kernel_name(e, i);
@@ -231,14 +253,32 @@ static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
       e->scratch_size = ld.temp_bytes;
   }
   if (ok) {
-    Thunk *t = new_thunk(v, THUNK_KERNEL, e, i);
-    t->kernel_name = name;
-    t->nargs = args.len;
-    t->args = vec_to_arena(e->a->arena, &args);
-    t->written = vec_to_arena(e->a->arena, &wr);
-    memcpy(t->grid, ld.grid, sizeof t->grid);
-    memcpy(t->block, ld.block, sizeof t->block);
-    t->shmem_bytes = ld.shmem_bytes;
+    Thunk t = {.kind = THUNK_KERNEL, .trip_count = -1};
+    t.annotation = arena_strdup(e->a->arena, i->name);
+    t.kernel_name = name;
+    t.nargs = args.len;
+    t.args = vec_to_arena(e->a->arena, &args);
+    t.written = vec_to_arena(e->a->arena, &wr);
+    memcpy(t.grid, ld.grid, sizeof t.grid);
+    memcpy(t.block, ld.block, sizeof t.block);
+    t.shmem_bytes = ld.shmem_bytes;
+    /* host: joins the kernels before it when they run on the same rows */
+    int64_t *rb = xcalloc((size_t)t.nargs + 1, sizeof *rb);
+    int64_t *bytes = xcalloc((size_t)t.nargs + 1, sizeof *bytes);
+    for (int k = 0; k < t.nargs; k++)
+      bytes[k] = t.args[k].size;
+    bool rows = codegen_row_bytes(e->cg, i, &ld, t.nargs, bytes, rb);
+    Thunk *last = v->len ? &vec_last(v) : NULL;
+    if (rows && tchain_fits(e->chains, last, &t, rb, ld.rows, ld.rows_per_unit)) {
+      const char *cn = tchain_name(e->chains);
+      tchain_join(e->chains, last, &t, rb, cn ? cn : chain_name(e, last->kernel_name),
+                  e->a->arena);
+    } else {
+      vec_push(v, t);
+      tchain_start(e->chains, &vec_last(v), rows ? rb : NULL, ld.rows, ld.rows_per_unit);
+    }
+    free(rb);
+    free(bytes);
   }
   vec_free(&args);
   vec_free(&wr);
@@ -534,7 +574,6 @@ static bool is_unsupported(HloOp op) {
   case HLO_SET_DIMENSION_SIZE: case HLO_GET_DIMENSION_SIZE:
   case HLO_DYNAMIC_RESHAPE: case HLO_BATCH_NORM_GRAD:
   case HLO_BATCH_NORM_INFERENCE: case HLO_BATCH_NORM_TRAINING:
-  case HLO_FFT: case HLO_CHOLESKY: case HLO_TRIANGULAR_SOLVE:
     return true;
   default:
     return false;
@@ -686,9 +725,8 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   LibCallTarget target = libcall_target(i);
   if (target != LIBCALL_NONE)
     return emit_libcall(e, v, i, target);
-  if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
-      strcmp(i->cc->target, "TopK") == 0)
-    return emit_kernel(e, v, i);   /* topk_kernel.c */
+  if (codegen_custom_call_kernel(i))
+    return emit_kernel(e, v, i);   /* topk_kernel.c, linalg_kernel.c */
   if (i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
       strcmp(i->cc->target, "SliceToDynamic") == 0)
     return emit_slice_to_dynamic(e, v, i);
@@ -894,6 +932,7 @@ static void add_scratch_alloc(Emitter *e) {
 Artifact *thunks_emit(const HloModule *m, const BufferAssignment *ba,
                       Codegen *cg, const char *original_hlo, Diag *d) {
   Emitter e = {.m = m, .ba = ba, .cg = cg, .d = d};
+  e.chains = tchain_new();
   e.a = artifact_new();
   Arena *ar = e.a->arena;
   e.a->module_name = arena_strdup(ar, m->name);
@@ -904,6 +943,9 @@ Artifact *thunks_emit(const HloModule *m, const BufferAssignment *ba,
     ok = emit_instr(&e, &v, m->entry->instrs[k]);
   if (ok)
     ok = emit_outputs(&e, m->entry, &v);
+  if (ok)
+    ok = tchain_emit(e.chains, cg, d);
+  tchain_free(e.chains);
   add_scratch_alloc(&e);
   e.a->entry.n = v.len;
   e.a->entry.thunks = vec_to_arena(ar, &v);

@@ -1,6 +1,7 @@
 /*
  * thunk_emitter.h - from a scheduled, buffer-assigned module to the
- * artifact: one kernel thunk per fusion (its kernel made by codegen.h), copy
+ * artifact: one kernel thunk per fusion (its kernel made by codegen.h; on
+ * the host, consecutive ones on the same rows may share one, thunk_chain.h), copy
  * thunks where values must move (while state, conditional results, aliased
  * outputs), while and conditional thunks with nested sequences, constants'
  * bytes in their allocations, and the parameter and output leaves.

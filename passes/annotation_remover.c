@@ -3,9 +3,10 @@
  * only annotate their operand (lib/hlo/custom_call_targets.c: Sharding and
  * the SPMD and Shardy shape markers, as XLA's ShardingRemover does, and the
  * host offloading and device placement markers MoveToHost, MoveToDevice,
- * annotate_device_placement, ...).  xhloc compiles for one device with no
- * host offloading, where each of them is the identity: users take the
- * operand instead.  When the annotation's result has another layout than
+ * annotate_device_placement, ...), and domain instructions (sharding
+ * domains' boundaries, as XLA's DomainRemover removes them).  xhloc
+ * compiles for one device with no host offloading, where each of them is
+ * the identity: users take the operand instead.  When the annotation's result has another layout than
  * its operand, a copy into that layout takes its place.
  *
  * A marker whose result shape differs from its operand's (an SPMD shard
@@ -37,8 +38,10 @@ bool pass_annotation_remover(HloModule *m, PassContext *ctx) {
     HloComp *c = m->comps[ci];
     for (int k = 0; k < c->ninstrs; k++) {
       HloInstr *i = c->instrs[k];
-      if (ir_removed(i) || i->op != HLO_CUSTOM_CALL || !i->cc ||
-          !custom_call_is_annotation(i->cc->target) || i->nops != 1 ||
+      bool annotation = i->op == HLO_DOMAIN ||
+                        (i->op == HLO_CUSTOM_CALL && i->cc &&
+                         custom_call_is_annotation(i->cc->target));
+      if (ir_removed(i) || !annotation || i->nops != 1 ||
           !shape_compatible(i->shape, i->ops[0]->shape) ||
           ir_has_control_deps(e, i))
         continue;

@@ -11,9 +11,9 @@
  * GemmBackendConfig (backend_config.h) holding alpha, beta, the dimension
  * numbers, the operand precisions and the epilogue.
  *
- * Which dots: both operands of one element type among f32, f64, bf16, f16
- * (and f8e4m3fn, f8e5m2 on the GPU), the result of that type or f32 for
- * bf16/f16/f8 inputs.  Integer, complex, mixed-type and ragged dots, and any
+ * Which dots: both operands of one element type among f32, f64, bf16, f16,
+ * f8e4m3fn and f8e5m2, the result of that type or f32 for bf16/f16/f8
+ * inputs (f8 on the host: oneDNN's call converts the operands to f32).  Integer, complex, mixed-type and ragged dots, and any
  * dot whose result has a layout no GEMM can write, stay dots (xhloc's own
  * kernels).  An operand whose layout is not a row- or column-major batch of
  * matrices (libcall_gemm_shapes) is first transposed, with the default
@@ -53,18 +53,18 @@ typedef struct Fused {
   int act;                        /* 0 none, 1 relu, 2 gelu */
 } Fused;
 
-static bool lib_type(ElemType t, bool gpu) {
+static bool lib_type(ElemType t) {
   return t == ET_F32 || t == ET_F64 || t == ET_BF16 || t == ET_F16 ||
-         (gpu && (t == ET_F8E4M3FN || t == ET_F8E5M2));
+         t == ET_F8E4M3FN || t == ET_F8E5M2;
 }
 
-static bool eligible(const HloInstr *dot, bool gpu) {
+static bool eligible(const HloInstr *dot) {
   if (dot->op != HLO_DOT || dot->nops != 2 || !dot->dot || dot->sparsity ||
       dot->dot->lhs_ragged.n || dot->dot->rhs_group.n)
     return false;
   ElemType a = dot->ops[0]->shape->et, b = dot->ops[1]->shape->et,
            o = dot->shape->et;
-  if (a != b || !lib_type(a, gpu) || !shape_is_array(dot->shape) ||
+  if (a != b || !lib_type(a) || !shape_is_array(dot->shape) ||
       shape_is_dynamic(dot->shape) || shape_is_dynamic(dot->ops[0]->shape) ||
       shape_is_dynamic(dot->ops[1]->shape))
     return false;
@@ -357,7 +357,7 @@ bool pass_gemm_rewriter(HloModule *m, PassContext *ctx) {
       continue;
     for (int k = 0; k < c->ninstrs; k++) {
       HloInstr *i = c->instrs[k];
-      if (ir_removed(i) || i->op != HLO_DOT || !eligible(i, gpu) ||
+      if (ir_removed(i) || i->op != HLO_DOT || !eligible(i) ||
           ir_has_control_deps(e, i))
         continue;
       changed |= rewrite(e, c, i, gpu);

@@ -290,11 +290,18 @@ static bool selected(Run *r, const char *name) {
   return true;
 }
 
+/* A pass step that runs: selected, and for the target. */
+static bool step_selected(Run *r, const PipelineStep *s) {
+  if (s->host_only && r->ctx.target != PASS_TARGET_HOST)
+    return false;
+  return selected(r, step_name(s));
+}
+
 /* Whether the pipeline has any selected pass at all (nested included). */
 static bool has_selected(Run *r, const Pipeline *p) {
   for (int k = 0; k < p->nsteps; k++) {
     const PipelineStep *s = &p->steps[k];
-    if (s->sub ? has_selected(r, s->sub) : selected(r, step_name(s)))
+    if (s->sub ? has_selected(r, s->sub) : step_selected(r, s))
       return true;
   }
   return false;
@@ -323,7 +330,7 @@ static bool run_steps(Run *r, const Pipeline *p, bool *changed) {
   const PipelineStep **steps = xmalloc(sizeof *steps * (size_t)(p->nsteps + 1));
   for (int k = 0; k < p->nsteps; k++) {
     const PipelineStep *s = &p->steps[k];
-    if (s->sub ? has_selected(r, s->sub) : selected(r, step_name(s)))
+    if (s->sub ? has_selected(r, s->sub) : step_selected(r, s))
       steps[n++] = s;
   }
   bool ok = dump_between(r, p->name, pipeline_start,

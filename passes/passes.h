@@ -54,6 +54,8 @@ typedef struct PipelineStep {
   const char *pass;               /* a registered pass by name, or NULL and: */
   const Pipeline *sub;            /* a nested pipeline, or NULL and: */
   const Pass *own;                /* a pass not in the registry (tests) */
+  bool host_only;                 /* runs for --target=host alone (a pass of
+                                     XLA:CPU's pipeline that XLA:GPU's lacks) */
 } PipelineStep;
 
 struct Pipeline {
@@ -144,6 +146,7 @@ bool pass_hlo_verifier(HloModule *m, PassContext *ctx);
 bool pass_layout_assignment(HloModule *m, PassContext *ctx);
 bool pass_logistic_expander(HloModule *m, PassContext *ctx);
 bool pass_map_inline(HloModule *m, PassContext *ctx);
+bool pass_onednn_layernorm_expander(HloModule *m, PassContext *ctx);
 bool pass_optimization_barrier_expander(HloModule *m, PassContext *ctx);
 bool pass_priority_fusion(HloModule *m, PassContext *ctx);
 bool pass_reduce_window_rewriter(HloModule *m, PassContext *ctx);
@@ -151,6 +154,7 @@ bool pass_reshape_mover(HloModule *m, PassContext *ctx);
 bool pass_rng_expander(HloModule *m, PassContext *ctx);
 bool pass_scaled_dot_rewriter(HloModule *m, PassContext *ctx);
 bool pass_sharding_propagation(HloModule *m, PassContext *ctx);
+bool pass_scan_expander(HloModule *m, PassContext *ctx);
 bool pass_slice_sinker(HloModule *m, PassContext *ctx);
 bool pass_single_device_collectives(HloModule *m, PassContext *ctx);
 bool pass_sort_simplifier(HloModule *m, PassContext *ctx);

@@ -22,12 +22,17 @@
  *                          device makes of collectives)
  *   optimization           dynamic_padder (bounded dynamic shapes become
  *                          static ones with their sizes beside them), then
- *                          expanders and legalizations, and
+ *                          expanders and legalizations (scan-expander
+ *                          and onednn-layernorm-expander first: scans
+ *                          become while loops, XLA:CPU's layer norm call
+ *                          its HLO), and
  *                          reduce-window-rewriter (scans to blocked scans;
  *                          XLA runs it to a fixed point, ours finishes in
  *                          one run), then
  *     simplification       (fixed point) the algebraic simplifier and its
- *                          companions, cse and dce
+ *                          companions, cse and dce; for the host also
+ *                          while-loop-invariant-code-motion, as XLA:CPU's
+ *                          simplification runs it
  *     simplification-2     (fixed point) convert-mover, algsimp
  *                          then tree-reduction-rewriter (XLA's CPU one:
  *                          the host target only) and
@@ -42,16 +47,16 @@
  *                          late)
  *
  * Passes registered but not in this pipeline (map-inline,
- * optimization-barrier-expander, while-loop-invariant-code-motion,
- * hlo-verifier) belong to other XLA pipelines (CPU, post-scheduling,
+ * optimization-barrier-expander, hlo-verifier) belong to other XLA pipelines (CPU, post-scheduling,
  * invariant checking); --run-passes runs them.
  */
 #include "passes.h"
 
 #include <string.h>
 
-#define PASS(n) {n, NULL, NULL}
-#define SUB(p) {NULL, &p, NULL}
+#define PASS(n) {n, NULL, NULL, false}
+#define HOST_PASS(n) {n, NULL, NULL, true}
+#define SUB(p) {NULL, &p, NULL, false}
 #define PIPELINE(var, name, fix, steps)                                        \
   static const Pipeline var = {name, fix, (int)ARRAY_LEN(steps), steps}
 
@@ -85,6 +90,7 @@ static const PipelineStep simplification_steps[] = {
     PASS("gather-simplifier"),
     PASS("algsimp"),
     PASS("sort-simplifier"),
+    HOST_PASS("while-loop-invariant-code-motion"),
     PASS("tuple-simplifier"),
     PASS("while-loop-constant-sinking"),
     PASS("while-loop-simplifier"),
@@ -106,6 +112,8 @@ PIPELINE(simplification2, "simplification-2", true, simplification2_steps);
 
 static const PipelineStep optimization_steps[] = {
     PASS("dynamic_padder"),
+    PASS("scan-expander"),
+    PASS("onednn-layernorm-expander"),
     PASS("scaled-dot-rewriter"),
     PASS("dot-decomposer"),
     PASS("comparison-expander"),
@@ -192,6 +200,8 @@ static const PipelineStep backend_required_steps[] = {
     PASS("single-device-collectives"),
     PASS("threefry-expander"),
     PASS("dynamic_padder"),
+    PASS("scan-expander"),
+    PASS("onednn-layernorm-expander"),
     PASS("flatten-call-graph"),
     PASS("layout-assignment"),
     PASS("fusion-wrapper"),

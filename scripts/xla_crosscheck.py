@@ -474,8 +474,6 @@ def caveats(text):
             break
     if re.search(r"\bsort\(", text) and "is_stable=true" not in text:
         notes.append("an unstable sort: the order of ties is the implementation's")
-    if re.search(r"\bcholesky\(|\"Cholesky\"", text):
-        notes.append("cholesky of a random matrix that is not positive definite")
     if DYNAMIC_RESHAPE.search(text):
         notes.append("a reshape into a bounded dynamic shape: jax's HLO import drops the "
                      "bound, and XLA reshapes the whole padded buffer")

@@ -2,7 +2,8 @@
 # check-xhlo-run-thunks.sh - xhlo-run on compiled artifacts (PREFIX.thunks):
 # runs on the host platform (kernel, copy, memset, while, layouts, tuples),
 # --compare with the interpreter (agreeing and disagreeing), the embedded
-# original HLO on --platform=interpreter, --describe, --iterations,
+# original HLO on --platform=interpreter, --describe, --iterations (with
+# --device-resident),
 # --profile (the table: columns, order, shares, calls with --iterations and
 # while loops, bytes) and --trace (the Chrome trace JSON read back: an event
 # per thunk execution, durations, order, runs), --help; and the refusals: missing, corrupted and truncated
@@ -226,6 +227,8 @@ expect "describe kernel" 0 "add4" -- "$run" "$A" --describe
 expect "describe target" 0 "host" -- "$run" "$A" --describe
 expect "describe gpu without gpu" 0 "sm_90" -- "$run" "$tmp/gadd.thunks" --describe
 expect "iterations" 0 "5 runs: min" -- "$run" "$A" "${in2[@]}" --iterations=5 --quiet
+expect "device-resident" 0 "5 runs: min" -- "$run" "$A" "${in2[@]}" --iterations=5 --device-resident \
+  "--expected-output=4xf32=11 22 33 44.5" --quiet
 # command buffers (memset; cond kernel; body kernel and copy): the host runs
 # their thunks in order, with or without --command-buffers
 for n in 7:7 -3:0; do
@@ -289,7 +292,7 @@ echo old >"$tmp/tr/t.json"
 expect "trace failed run" 1 "" -- "$run" "$A" "--input=4xf32=1 2 3 4" "--trace=$tmp/tr/t.json"
 if [ "$(cat "$tmp/tr/t.json")" = old ] && [ "$(ls -A "$tmp/tr")" = t.json ]; then ok; else
   bad "a failed run changed the trace file or left a temporary: $(ls -A "$tmp/tr")"; fi
-for w in --compare --iterations --profile --trace --describe host cuda interpreter 1e-3; do
+for w in --compare --iterations --device-resident --profile --trace --describe host cuda interpreter 1e-3; do
   expect "help $w" 0 "$w" -- "$run" --help
 done
 
@@ -554,8 +557,9 @@ EOF
     profile_case "xhloc loop profile" "$tmp/wl.thunks" host 3 "w=1 w/cond/*=6 w/body/*=5" "" \
       -- --random-inputs
     # thread-count independence: kernels of many work units (a loop
-    # kernel, row and column reductions, a fused softmax) give the same
-    # bits on 1, 2 and 5 threads, and agree with the interpreter
+    # kernel, row and column reductions, a fused softmax, whose four
+    # kernels run as one chain) give the same bits on 1, 2 and 5 threads,
+    # and agree with the interpreter
     cat >"$tmp/par.hlo" <<'EOF'
 HloModule par
 
@@ -589,6 +593,8 @@ ENTRY e {
 EOF
     if "$bin/xhloc" --target=host -o "$tmp/par" "$tmp/par.hlo" >"$tmp/xhloc.out" 2>&1; then
       ok
+      expect "softmax chained" 0 "kernel = input_reduce_fusion_33_chain, launch dimensions = blocks: {5," -- \
+        "$run" "$tmp/par.thunks" --describe
       for t in 1 2 5; do
         expect "threads=$t run" 0 "" -- "$run" "$tmp/par.thunks" --random-inputs --threads=$t \
           "--output=@$tmp/par$t.0.bin" "--output=@$tmp/par$t.1.bin" "--output=@$tmp/par$t.2.bin" --quiet
@@ -656,6 +662,7 @@ fi
 expect "iterations zero" 2 "--iterations" -- "$run" "$A" --random-inputs --iterations=0
 expect "iterations junk" 2 "--iterations" -- "$run" "$A" --random-inputs --iterations=x
 expect "compare on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --compare
+expect "device-resident on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --device-resident
 expect "host on hlo" 2 "xhloc -o PREFIX" -- "$run" "$tmp/k.hlo" --platform=host
 expect "profile on interpreter" 2 "--platform=host or cuda" -- \
   "$run" "$A" --platform=interpreter --profile --random-inputs

@@ -5,7 +5,8 @@
  *
  *   xhlo-run MODULE.hlo  [--platform=interpreter] INPUTS [OUTPUTS]
  *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
- *            [OUTPUTS] [--compare] [--iterations=N] [--profile]
+ *            [OUTPUTS] [--compare] [--iterations=N] [--device-resident]
+ *            [--profile]
  *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
  *            [--tf32=on|off] [--streams=N] [--sync-each-thunk]
  *
@@ -87,6 +88,12 @@ static const char usage_text[] =
   "                         (libraries loading, command buffers recording)\n"
   "                         comes first, left out of the timings, --profile\n"
   "                         and --trace\n"
+  "  --device-resident      (.thunks) with --iterations: copy the inputs to the\n"
+  "                         device once and the results from it after the last\n"
+  "                         run only; the runs between find their inputs and\n"
+  "                         leave their results there, as XLA's benchmarks run\n"
+  "                         (a parameter that input_output_alias lets a result\n"
+  "                         overwrite is still copied in at every run)\n"
   "  --profile              (.thunks) also time every thunk (nested ones too;\n"
   "                         CUDA events on a GPU, the monotonic clock on the\n"
   "                         host) and print a table, one line per thunk sorted\n"
@@ -157,7 +164,7 @@ enum {
   OPT_PLATFORM = 256, OPT_INPUT, OPT_RANDOM, OPT_SEED, OPT_OUTPUT, OPT_EXPECTED,
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
-  OPT_COMMAND_BUFFERS, OPT_TF32, OPT_STREAMS, OPT_SYNC_EACH,
+  OPT_COMMAND_BUFFERS, OPT_TF32, OPT_STREAMS, OPT_SYNC_EACH, OPT_DEVICE_RESIDENT,
   OPT_TRACE,
 };
 
@@ -185,6 +192,7 @@ static const struct option long_opts[] = {
   {"tf32", required_argument, 0, OPT_TF32},
   {"streams", required_argument, 0, OPT_STREAMS},
   {"sync-each-thunk", no_argument, 0, OPT_SYNC_EACH},
+  {"device-resident", no_argument, 0, OPT_DEVICE_RESIDENT},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
   {0, 0, 0, 0},
@@ -300,6 +308,7 @@ int main(int argc, char **argv) {
       ro.no_tf32 = strcmp(optarg, "off") == 0;
       break;
     case OPT_SYNC_EACH: ro.sync_each_thunk = true; break;
+    case OPT_DEVICE_RESIDENT: ro.device_resident = true; break;
     case OPT_HELP: fputs(usage_text, stdout); return 0;
     case OPT_VERSION: printf("xhlo-run %s\n", XHLOC_VERSION); return 0;
     default:
@@ -333,11 +342,12 @@ int main(int argc, char **argv) {
                   "with xhloc -o PREFIX first", platform);
     const char *only = ro.compare ? "--compare" : ro.iterations ? "--iterations"
                        : ro.profile ? "--profile" : ro.trace ? "--trace"
-                       : ro.describe ? "--describe" : NULL;
+                       : ro.describe ? "--describe" : ro.device_resident ? "--device-resident" : NULL;
     if (only) usage_error("%s works on compiled artifacts (PREFIX.thunks)", only);
   } else if (platform && strcmp(platform, "interpreter") == 0) {
     const char *only = ro.compare ? "--compare" : ro.iterations ? "--iterations"
-                       : ro.profile ? "--profile" : ro.trace ? "--trace" : NULL;
+                       : ro.profile ? "--profile" : ro.trace ? "--trace"
+                       : ro.device_resident ? "--device-resident" : NULL;
     if (only) usage_error("%s needs --platform=host or cuda", only);
   }
   ro.platform = platform;

@@ -39,6 +39,7 @@ typedef struct RunOpts {
   bool no_tf32;                   /* --tf32=off */
   int streams;                    /* --streams=N; 0: the platform's default */
   bool sync_each_thunk;           /* --sync-each-thunk */
+  bool device_resident;           /* --device-resident */
   /* an MPI launcher started this process (xchg_launched): one device per
    * process, device mpi_rank of mpi_size */
   bool mpi;

@@ -1,6 +1,6 @@
 /*
  * batchnorm.c - batch-norm-inference, batch-norm-training and
- * batch-norm-grad, with the formulas of XLA's operation semantics (the ones
+ * batch-norm-grad, and XLA:CPU's layer normalization call, with the formulas of XLA's operation semantics (the ones
  * its BatchNormExpander builds), computed in double per feature and rounded
  * once to the element type.
  *
@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../hlo/backend_config.h"
 #include "evalp.h"
 
 typedef struct BnGeom {
@@ -173,4 +174,48 @@ EvalValue *eval_batch_norm(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     set(el[2], rs->tuple[2]->et, c, sdy);
   }
   return tuple3(ev, i, el);
+}
+
+/*
+ * XLA:CPU's "__onednn$layernorm"(x, scale, shift): oneDNN's layer
+ * normalization over the last dimension of x (C elements per row), in
+ * double: with mean and (biased) variance of the row,
+ *   y = scale * (x - mean) / sqrt(var + eps) + shift
+ * eps from the call's config (layer_norm_config_parse).
+ */
+EvalValue *eval_onednn_layer_norm(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *x = i->nops == 3 ? i->ops[0]->shape : NULL, *s = i->shape;
+  if (!x || !shape_is_array(x) || x->rank < 1 || !et_is_float(x->et) || !shape_is_array(s) ||
+      !shape_compatible(s, x)) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "__onednn$layernorm takes (x, scale, shift) -> like x");
+    return NULL;
+  }
+  int64_t C = x->dims[x->rank - 1];
+  if (!per_feature(ev, i, 1, C) || !per_feature(ev, i, 2, C)) return NULL;
+  float eps;
+  Diag d = {0};
+  if (!layer_norm_config_parse(i, &eps, &d)) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "%s", d.msg ? d.msg : "bad config");
+    diag_clear(&d);
+    return NULL;
+  }
+  EvalValue *r = ev_array_nozero(ev, s);
+  if (!r) return NULL;
+  int64_t rows = C ? ev_elems(x) / C : 0;
+  ElemType xe = x->et, se = i->ops[1]->shape->et, he = i->ops[2]->shape->et;
+  for (int64_t rw = 0; rw < rows; rw++) {
+    double mean = 0, var = 0;
+    for (int64_t c = 0; c < C; c++) mean += get(a[0], xe, rw * C + c);
+    mean /= (double)C;
+    for (int64_t c = 0; c < C; c++) {
+      double dx = get(a[0], xe, rw * C + c) - mean;
+      var += dx * dx;
+    }
+    var /= (double)C;
+    double inv = 1.0 / sqrt(var + (double)eps);
+    for (int64_t c = 0; c < C; c++)
+      set(r, s->et, rw * C + c,
+          get(a[1], se, c) * (get(a[0], xe, rw * C + c) - mean) * inv + get(a[2], he, c));
+  }
+  return r;
 }

@@ -10,7 +10,10 @@
  * computation, which is their definition.  Library calls (cuBLAS, cuDNN,
  * oneDNN GEMMs and convolutions) run as libcall.c says.  AllocateBuffer gives zeros and
  * GetRngSeed the evaluation's seed.  JAX's GPU Threefry kernel
- * (cu_threefry2x32) runs Threefry-2x32 on each element.  Any other target
+ * (cu_threefry2x32) runs Threefry-2x32 on each element.  "Qr" and
+ * "ProductOfElementaryHouseholderReflectors" (XLA's QrExpander's targets)
+ * run as linalg.c says, "__onednn$layernorm" as batchnorm.c says.  Any
+ * other target
  * is refused, naming it.
  */
 #include <stdlib.h>
@@ -140,6 +143,10 @@ EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   if (strcmp(t, "TopK") == 0) return topk(ev, i, a);
   if (strcmp(t, "SliceToDynamic") == 0) return eval_slice_to_dynamic(ev, i, a);
   if (strcmp(t, "SetBound") == 0) return eval_set_bound(ev, i, a);
+  if (strcmp(t, "Qr") == 0) return eval_qr(ev, i, a);
+  if (layer_norm_call(i)) return eval_onednn_layer_norm(ev, i, a);
+  if (strcmp(t, "ProductOfElementaryHouseholderReflectors") == 0)
+    return eval_householder_product(ev, i, a);
   if (custom_call_is_threefry(i)) return threefry(ev, i, a);
   if (libcall_target(i) != LIBCALL_NONE) return eval_libcall(ev, i, a);
   if (strncmp(t, "xla_builder.", 12) == 0 && i->ncalled == 1)

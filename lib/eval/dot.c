@@ -12,10 +12,17 @@
  * integer dots wrap, as XLA's evaluator does.
  *
  * For speed, operands are repacked once into canonical lane arrays: dot into
- * [batch][M][K] x [batch][K][N] and an i-k-j loop (each output still sums
- * over k in order), convolution into [batch][spatial...][feature] and
- * [kernel spatial...][out feature][in feature] so the innermost loop runs
- * over contiguous input features.
+ * [batch][M][K] x [batch][K][N], convolution into [batch][spatial...]
+ * [feature] and [kernel spatial...][out feature][in feature].  f32 and f64
+ * then go through gemm.c's blocked product: a dot directly; a convolution
+ * whose window never leaves the input as one product over (window
+ * position, input feature) of gathered rows (im2col), else one product per
+ * window position over the output positions that read inside the input,
+ * when its feature groups are wide enough, else (depthwise) a direct loop.
+ * The other lane types take an i-k-j loop and the direct loop.  Every path
+ * sums each output in the same order, window position (row-major) outer
+ * and contracting index (row-major) inner, with one rounded product and
+ * one add per term, so all give the same bits.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +162,29 @@ static bool check_dims(const I64List *l, int rank, bool *used) {
     }                                                                          \
   } while (0)
 
+/* The f32 / f64 products of eval_dot through gemm.c: out[b] = lhs[b] @
+ * rhs[b], each output summed over k in order from zero as MATMUL does. */
+#define GEMM_BATCHES(NAME, T, GEMM)                                            \
+  static bool NAME(Eval *ev, const HloInstr *i, int64_t nb, int64_t M,         \
+                   int64_t N, int64_t K, const void *lhs, const void *rhs,     \
+                   void *out) {                                                \
+    memset(out, 0, (size_t)(nb * M * N) * sizeof(T));                          \
+    if (M <= 0 || N <= 0 || K <= 0) return true;                               \
+    const T **rows = ev_scratch(ev, i, M * (int64_t)sizeof *rows);             \
+    if (!rows) return false;                                                   \
+    bool ok = true;                                                            \
+    for (int64_t b = 0; b < nb && ok; b++) {                                   \
+      for (int64_t m = 0; m < M; m++)                                          \
+        rows[m] = (const T *)lhs + (b * M + m) * K;                            \
+      ok = GEMM(ev, i, M, N, K, rows, NULL, (const T *)rhs + b * K * N, N, 1,  \
+                (T *)out + b * M * N, N);                                      \
+    }                                                                          \
+    ev_scratch_free(ev, rows, M * (int64_t)sizeof *rows);                      \
+    return ok;                                                                 \
+  }
+GEMM_BATCHES(gemm_batches_f32, float, ev_gemm_float)
+GEMM_BATCHES(gemm_batches_f64, double, ev_gemm_double)
+
 EvalValue *eval_dot(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   const Shape *ls = i->ops[0]->shape, *rs = i->ops[1]->shape, *s = i->shape;
   const DotDnums *dn = i->dot;
@@ -234,8 +264,12 @@ EvalValue *eval_dot(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   out = ev_scratch(ev, i, on * lb);
   if (!out) goto fail;
   switch (lane) {
-  case LANE_F32: MATMUL(float, 0.0f); break;
-  case LANE_F64: MATMUL(double, 0.0); break;
+  case LANE_F32:
+    if (!gemm_batches_f32(ev, i, nb, M, N, K, lhs, rhs, out)) goto fail;
+    break;
+  case LANE_F64:
+    if (!gemm_batches_f64(ev, i, nb, M, N, K, lhs, rhs, out)) goto fail;
+    break;
   case LANE_S64:
   case LANE_U64: MATMUL(uint64_t, 0); break;
   case LANE_C64: MATMUL(float _Complex, 0.0f); break;
@@ -322,6 +356,161 @@ typedef struct ConvGeom {
       }                                                                        \
     }                                                                          \
   } while (0)
+
+/* The same sums for f32 and f64 through gemm.c: for each window position
+ * (outer, row-major), the output positions whose input position is inside
+ * the input are the valid rows of a product of their input feature rows
+ * (length Cg) with the kernel's [Cg][O] slice, accumulated into out
+ * [P][O]; the output features whose rows start at the same input feature
+ * offset (in_off) form one product.  Every output element thus adds the
+ * products of window position kp, feature c in CONV_LOOP's order. */
+#define CONV_GEMM(NAME, T, GEMM)                                               \
+  static bool NAME(Eval *ev, const HloInstr *i, const ConvGeom *g,             \
+                   const T *in, const T *kr, T *out, const int64_t *istr,      \
+                   const int64_t *kstr, int64_t istr_b, int64_t osn,           \
+                   int64_t ksn, const int64_t *in_off) {                       \
+    int64_t P = g->ON * osn;                                                   \
+    memset(out, 0, (size_t)(P * g->O) * sizeof(T));                            \
+    if (P <= 0 || g->O <= 0 || g->Cg <= 0) return true;                        \
+    int64_t rbytes = P * (int64_t)sizeof(T *), obytes = P * 8;                 \
+    const T **rows = ev_scratch(ev, i, rbytes);                                \
+    int64_t *off = rows ? ev_scratch(ev, i, obytes) : NULL;                    \
+    bool *valid = off ? ev_scratch(ev, i, P) : NULL;                           \
+    bool ok = valid != NULL;                                                   \
+    int64_t kpos[MAX_RANK] = {0}, opos[MAX_RANK];                              \
+    for (int64_t kp = 0; kp < ksn && ok; kp++) {                               \
+      int64_t koff = 0;                                                        \
+      for (int d = 0; d < g->ns; d++)                                          \
+        koff += (g->rev[d] ? g->ksp[d] - 1 - kpos[d] : kpos[d]) * kstr[d];     \
+      bool any = false;                                                        \
+      for (int64_t n = 0, p = 0; n < g->ON; n++) {                             \
+        memset(opos, 0, sizeof(int64_t) * (size_t)g->ns);                      \
+        for (int64_t os = 0; os < osn; os++, p++) {                            \
+          int64_t ioff = n * istr_b;                                           \
+          bool v = true;                                                       \
+          for (int d = 0; d < g->ns && v; d++) {                               \
+            int64_t x = opos[d] * g->stride[d] - g->lo[d] + kpos[d] * g->wdil[d]; \
+            if (g->bdil[d] > 1) {                                              \
+              if (x % g->bdil[d]) v = false;                                   \
+              x /= g->bdil[d];                                                 \
+            }                                                                  \
+            if (x < 0 || x >= g->isp[d]) v = false;                            \
+            ioff += x * istr[d];                                               \
+          }                                                                    \
+          valid[p] = v;                                                        \
+          off[p] = v ? ioff : 0;                                               \
+          any |= v;                                                            \
+          for (int d = g->ns - 1; d >= 0; d--) {                               \
+            if (++opos[d] < g->osp[d]) break;                                  \
+            opos[d] = 0;                                                       \
+          }                                                                    \
+        }                                                                      \
+      }                                                                        \
+      for (int64_t o0 = 0, o1; any && o0 < g->O && ok; o0 = o1) {              \
+        for (o1 = o0 + 1; o1 < g->O && in_off[o1] == in_off[o0]; o1++) {}     \
+        for (int64_t p = 0; p < P; p++) rows[p] = in + off[p] + in_off[o0];    \
+        ok = GEMM(ev, i, P, o1 - o0, g->Cg, rows, valid, kr + koff + o0 * g->Cg, \
+                  1, g->Cg, out + o0, g->O);                                   \
+      }                                                                        \
+      for (int d = g->ns - 1; d >= 0; d--) {                                   \
+        if (++kpos[d] < g->ksp[d]) break;                                      \
+        kpos[d] = 0;                                                           \
+      }                                                                        \
+    }                                                                          \
+    ev_scratch_free(ev, valid, P);                                             \
+    ev_scratch_free(ev, off, obytes);                                          \
+    ev_scratch_free(ev, rows, rbytes);                                         \
+    return ok;                                                                 \
+  }
+CONV_GEMM(conv_gemm_f32, float, ev_gemm_float)
+CONV_GEMM(conv_gemm_f64, double, ev_gemm_double)
+
+/* Whether every window position of every output position reads inside
+ * the input (no padding, no holes of lhs dilation reached): then a
+ * convolution is one product over k = (window position, input feature). */
+static bool conv_all_valid(const ConvGeom *g) {
+  for (int d = 0; d < g->ns; d++) {
+    for (int64_t op = 0; op < g->osp[d]; op++)
+      for (int64_t kq = 0; kq < g->ksp[d]; kq++) {
+        int64_t x = op * g->stride[d] - g->lo[d] + kq * g->wdil[d];
+        if (x < 0 || x % g->bdil[d] || x / g->bdil[d] >= g->isp[d]) return false;
+      }
+  }
+  return true;
+}
+
+/* A convolution whose window never leaves the input (conv_all_valid), as
+ * products over k = kp * Cg + c: the rows of a block of output positions
+ * gathered into [rows][ksn * Cg] (im2col), the kernel into [ksn * Cg][O].
+ * Each output adds window position kp's features in CONV_LOOP's order. */
+#define CONV_IM2COL(NAME, T, GEMM)                                             \
+  static bool NAME(Eval *ev, const HloInstr *i, const ConvGeom *g,             \
+                   const T *in, const T *kr, T *out, const int64_t *istr,      \
+                   const int64_t *kstr, int64_t istr_b, int64_t osn,           \
+                   int64_t ksn, const int64_t *in_off) {                       \
+    int64_t P = g->ON * osn, K = ksn * g->Cg, O = g->O;                        \
+    memset(out, 0, (size_t)(P * O) * sizeof(T));                               \
+    if (P <= 0 || O <= 0 || K <= 0) return true;                               \
+    int64_t RB = ((int64_t)1 << 21) / K;                                       \
+    if (RB < 1) RB = 1;                                                        \
+    if (RB > P) RB = P;                                                        \
+    int64_t cbytes = RB * K * (int64_t)sizeof(T), rbytes = RB * (int64_t)sizeof(T *); \
+    int64_t bbytes = K * O * (int64_t)sizeof(T), kbytes = ksn * 8;             \
+    T *col = ev_scratch(ev, i, cbytes);                                        \
+    const T **rows = col ? ev_scratch(ev, i, rbytes) : NULL;                   \
+    T *bk = rows ? ev_scratch(ev, i, bbytes) : NULL;                           \
+    int64_t *koff = bk ? ev_scratch(ev, i, kbytes) : NULL;                     \
+    bool ok = koff != NULL;                                                    \
+    int64_t kpos[MAX_RANK] = {0}, opos[MAX_RANK];                              \
+    for (int64_t kp = 0; kp < ksn && ok; kp++) {                               \
+      koff[kp] = 0;                                                            \
+      for (int d = 0; d < g->ns; d++)                                          \
+        koff[kp] += (g->rev[d] ? g->ksp[d] - 1 - kpos[d] : kpos[d]) * kstr[d]; \
+      for (int64_t o = 0; o < O; o++)                                          \
+        for (int64_t c = 0; c < g->Cg; c++)                                    \
+          bk[(kp * g->Cg + c) * O + o] = kr[koff[kp] + o * g->Cg + c];         \
+      for (int d = g->ns - 1; d >= 0; d--) {                                   \
+        if (++kpos[d] < g->ksp[d]) break;                                      \
+        kpos[d] = 0;                                                           \
+      }                                                                        \
+    }                                                                          \
+    for (int64_t o0 = 0, o1; ok && o0 < O; o0 = o1) {                          \
+      for (o1 = o0 + 1; o1 < O && in_off[o1] == in_off[o0]; o1++) {}          \
+      for (int64_t p0 = 0; p0 < P && ok; p0 += RB) {                           \
+        int64_t rb = P - p0 < RB ? P - p0 : RB;                                \
+        for (int64_t r = 0; r < rb; r++) {                                     \
+          int64_t p = p0 + r, n = p / osn, rest = p % osn;                     \
+          for (int d = g->ns - 1; d >= 0; d--) {                               \
+            opos[d] = rest % g->osp[d];                                        \
+            rest /= g->osp[d];                                                 \
+          }                                                                    \
+          T *dst = col + r * K;                                                \
+          memset(kpos, 0, sizeof(int64_t) * (size_t)g->ns);                    \
+          for (int64_t kp = 0; kp < ksn; kp++) {                               \
+            int64_t ioff = n * istr_b + in_off[o0];                            \
+            for (int d = 0; d < g->ns; d++)                                    \
+              ioff += (opos[d] * g->stride[d] - g->lo[d] + kpos[d] * g->wdil[d]) / \
+                      g->bdil[d] * istr[d];                                    \
+            memcpy(dst + kp * g->Cg, in + ioff, (size_t)g->Cg * sizeof(T));    \
+            for (int d = g->ns - 1; d >= 0; d--) {                             \
+              if (++kpos[d] < g->ksp[d]) break;                                \
+              kpos[d] = 0;                                                     \
+            }                                                                  \
+          }                                                                    \
+          rows[r] = dst;                                                       \
+        }                                                                      \
+        ok = GEMM(ev, i, rb, o1 - o0, K, rows, NULL, bk + o0, O, 1,            \
+                  out + p0 * O + o0, O);                                       \
+      }                                                                        \
+    }                                                                          \
+    ev_scratch_free(ev, koff, kbytes);                                         \
+    ev_scratch_free(ev, bk, bbytes);                                           \
+    ev_scratch_free(ev, rows, rbytes);                                         \
+    ev_scratch_free(ev, col, cbytes);                                          \
+    return ok;                                                                 \
+  }
+CONV_IM2COL(conv_im2col_f32, float, ev_gemm_float)
+CONV_IM2COL(conv_im2col_f64, double, ev_gemm_double)
 
 EvalValue *eval_convolution(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   if (i->nops != 2) {
@@ -433,10 +622,34 @@ EvalValue *eval_convolution(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     if (!ker) goto fail;
     outp = ev_scratch(ev, i, on * lb);
     if (!outp) goto fail;
+    /* gemm.c's product pays off once the per-group products are wide
+     * enough; narrow ones (depthwise) stay with the direct loop */
+    bool gemm = g.Cg >= 4 && ofg >= 4 && dmul >= 4;
+    bool im2col = ofg >= 4 && dmul >= 4 && conv_all_valid(&g);
     if (on > 0) {
       switch (lane) {
-      case LANE_F32: CONV_LOOP(float, 0.0f); break;
-      case LANE_F64: CONV_LOOP(double, 0.0); break;
+      case LANE_F32:
+        if (im2col) {
+          if (!conv_im2col_f32(ev, i, &g, inp, ker, outp, istr, kstr, istr_b, osn, ksn, in_off))
+            goto fail;
+        } else if (gemm) {
+          if (!conv_gemm_f32(ev, i, &g, inp, ker, outp, istr, kstr, istr_b, osn, ksn, in_off))
+            goto fail;
+        } else {
+          CONV_LOOP(float, 0.0f);
+        }
+        break;
+      case LANE_F64:
+        if (im2col) {
+          if (!conv_im2col_f64(ev, i, &g, inp, ker, outp, istr, kstr, istr_b, osn, ksn, in_off))
+            goto fail;
+        } else if (gemm) {
+          if (!conv_gemm_f64(ev, i, &g, inp, ker, outp, istr, kstr, istr_b, osn, ksn, in_off))
+            goto fail;
+        } else {
+          CONV_LOOP(double, 0.0);
+        }
+        break;
       case LANE_S64: CONV_LOOP(uint64_t, 0); break;
       case LANE_U64: CONV_LOOP(uint64_t, 0); break;
       case LANE_C64: CONV_LOOP(float _Complex, 0.0f); break;

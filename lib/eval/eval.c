@@ -16,6 +16,17 @@
  * shape (element bytes and tuple arity) before anyone reads it; handlers can
  * then trust operand shapes and never read out of bounds, even on a module
  * the verifier never saw.
+ *
+ * Loop-invariant values: in a computation that is called (a while body or
+ * condition, a call, a branch; not the entry, which runs once), an
+ * instruction that reads no parameter and whose op and called computations
+ * are pure (no rng, collective, custom-call, infeed, outfeed, send or recv)
+ * computes the same value on every call.  The first complete call keeps
+ * the invariant values that a parameter-dependent instruction (or the
+ * root) reads; later calls take them and skip the invariant instructions
+ * altogether, as XLA's while-loop-invariant code motion would have hoisted
+ * them.  The kept values stay counted in the live bytes; a computation
+ * whose kept values would pass PLAN_CACHE_BYTES keeps none.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +35,8 @@
 
 #define MAX_CALL_DEPTH 256
 
+enum { PLAN_CACHE_BYTES = 64 << 20 };
+
 typedef struct Plan {
   const HloComp *c;
   int n;                          /* instructions evaluated, in order */
@@ -31,6 +44,11 @@ typedef struct Plan {
   int **opslot;                   /* per slot: operand slots */
   int *uses;                      /* operand occurrences (+1 for the root) */
   int root;
+  bool *inv;                      /* per slot: invariant across calls */
+  bool *keep;                     /* invariant, read by a non-invariant slot */
+  EvalValue **kept;               /* their values after a complete call */
+  bool any_keep, warm, no_keep;   /* warm: kept holds every keep slot */
+  int64_t kept_bytes;
 } Plan;
 
 typedef struct PlanCache {
@@ -77,6 +95,9 @@ static void plan_free(Plan *p) {
   free(p->opslot);
   free(p->order);
   free(p->uses);
+  free(p->inv);
+  free(p->keep);
+  free(p->kept);
   free(p);
 }
 
@@ -90,6 +111,81 @@ static const HloInstr *forwarded(const HloInstr *o) {
          o->tuple_index >= 0 && o->tuple_index < o->ops[0]->nops)
     o = o->ops[0]->ops[o->tuple_index];
   return o;
+}
+
+static void plan_drop_kept(Eval *ev, Plan *p) {
+  for (int s = 0; s < p->n && p->kept; s++) {
+    ev_unref(ev, p->kept[s]);
+    p->kept[s] = NULL;
+  }
+  p->warm = false;
+  p->kept_bytes = 0;
+}
+
+/* Whether op i and the computations it calls have no effect beyond their
+ * value and give the same value for the same operands. */
+static bool pure_comp(const HloComp *c, int depth);
+
+static bool pure_op(const HloInstr *i, int depth) {
+  switch (i->op) {
+  case HLO_PARAMETER: case HLO_RNG: case HLO_RNG_GET_AND_UPDATE_STATE:
+  case HLO_INFEED: case HLO_OUTFEED: case HLO_SEND: case HLO_SEND_DONE:
+  case HLO_RECV: case HLO_RECV_DONE: case HLO_CUSTOM_CALL: case HLO_AFTER_ALL:
+  case HLO_ASYNC_START: case HLO_ASYNC_UPDATE: case HLO_ASYNC_DONE:
+  case HLO_REPLICA_ID: case HLO_PARTITION_ID: case HLO_RAGGED_ALL_TO_ALL:
+  case HLO_ALL_REDUCE_DONE: case HLO_COLLECTIVE_REDUCE:
+    return false;
+  default:
+    break;
+  }
+  if (ev_is_collective_op(i->op))
+    return false;
+  for (int k = 0; k < i->ncalled; k++)
+    if (!i->called[k] || !pure_comp(i->called[k], depth + 1))
+      return false;
+  return true;
+}
+
+static bool pure_comp(const HloComp *c, int depth) {
+  if (depth > 32)
+    return false;
+  for (int k = 0; k < c->ninstrs; k++)
+    if (c->instrs[k]->op != HLO_PARAMETER && !pure_op(c->instrs[k], depth))
+      return false;
+  return true;
+}
+
+/* The invariant slots of p and the ones to keep. */
+static void plan_invariants(Plan *p) {
+  p->inv = xcalloc((size_t)p->n + 1, sizeof *p->inv);
+  p->keep = xcalloc((size_t)p->n + 1, sizeof *p->keep);
+  p->kept = xcalloc((size_t)p->n + 1, sizeof *p->kept);
+  for (int s = 0; s < p->n; s++) {
+    const HloInstr *i = p->order[s];
+    /* constants cost nothing to make again */
+    bool inv = i->op != HLO_CONSTANT && pure_op(i, 0);
+    for (int k = 0; k < i->nops && inv; k++) {
+      const HloInstr *o = i->ops[k];
+      inv = p->inv[p->opslot[s][k]] || o->op == HLO_CONSTANT;
+    }
+    p->inv[s] = inv;
+  }
+  for (int s = 0; s < p->n; s++) {
+    const HloInstr *i = p->order[s];
+    if (p->inv[s])
+      continue;
+    for (int k = 0; k < i->nops; k++)
+      p->keep[p->opslot[s][k]] |= p->inv[p->opslot[s][k]];
+  }
+  p->keep[p->root] |= p->inv[p->root];
+  for (int s = 0; s < p->n; s++)
+    p->any_keep |= p->keep[s];
+}
+
+static int64_t value_bytes(const EvalValue *v) {
+  int64_t n = v->data ? v->nbytes : 0;
+  for (int k = 0; k < v->ntuple; k++) n += value_bytes(v->tuple[k]);
+  return n;
 }
 
 static Plan *plan_build(Eval *ev, const HloComp *c) {
@@ -187,6 +283,7 @@ static Plan *plan_build(Eval *ev, const HloComp *c) {
   }
   p->root = p->n - 1;
   p->uses[p->root]++;
+  plan_invariants(p);
   free(state);
   free(map);
   return p;
@@ -555,6 +652,7 @@ static EvalValue *call_impl(Eval *ev, const HloComp *c, int nargs,
   }
   /* parameters never evaluated (unreachable from the root) */
   bool *taken = consume ? xcalloc((size_t)nargs + 1, sizeof *taken) : NULL;
+  bool keeping = p->any_keep && !p->no_keep && ev->depth > 0, warm = keeping && p->warm;
   ev->depth++;
   EvalValue **vals = xcalloc((size_t)p->n, sizeof *vals);
   int *left = xmalloc((size_t)p->n * sizeof *left);
@@ -565,7 +663,11 @@ static EvalValue *call_impl(Eval *ev, const HloComp *c, int nargs,
   for (int s = 0; s < p->n && ok; s++) {
     const HloInstr *i = p->order[s];
     EvalValue *v;
-    if (i->op == HLO_PARAMETER) {
+    if (warm && p->inv[s] && !p->keep[s])
+      continue;   /* only invariant slots read it, and they are skipped */
+    if (warm && p->keep[s]) {
+      v = ev_ref(p->kept[s]);
+    } else if (i->op == HLO_PARAMETER) {
       if (i->param_number < 0 || i->param_number >= nargs) {
         ev_fail(ev, i, EVAL_ERR_INVALID, "parameter number out of range");
         ok = false;
@@ -600,6 +702,16 @@ static EvalValue *call_impl(Eval *ev, const HloComp *c, int nargs,
       break;
     }
     vals[s] = v;
+    if (keeping && !warm && p->keep[s]) {
+      ev_unref(ev, p->kept[s]);
+      p->kept[s] = ev_ref(v);
+      p->kept_bytes += value_bytes(v);
+      if (p->kept_bytes > PLAN_CACHE_BYTES) {
+        plan_drop_kept(ev, p);
+        p->no_keep = true;
+        keeping = false;
+      }
+    }
     for (int k = 0; k < i->nops; k++) {
       int o = p->opslot[s][k];
       if (--left[o] == 0) {
@@ -611,6 +723,9 @@ static EvalValue *call_impl(Eval *ev, const HloComp *c, int nargs,
   if (ok) {
     result = vals[p->root];
     vals[p->root] = NULL;
+    if (keeping && !warm) p->warm = true;
+  } else if (keeping && !warm) {
+    plan_drop_kept(ev, p);
   }
   for (int s = 0; s < p->n; s++) ev_unref(ev, vals[s]);
   if (consume) {
@@ -696,7 +811,10 @@ bool eval_computation(const HloModule *m, const HloComp *c, int nargs,
   }
   for (int k = 0; k < nargs; k++) ev_unref(ev, vals[k]);
   free(vals);
-  for (int k = 0; k < ctx->plans.all.len; k++) plan_free(ctx->plans.all.data[k]);
+  for (int k = 0; k < ctx->plans.all.len; k++) {
+    plan_drop_kept(ev, ctx->plans.all.data[k]);
+    plan_free(ctx->plans.all.data[k]);
+  }
   vec_free(&ctx->plans.all);
   hashmap_free(&ctx->plans.by_name);
   ev_rng_free(ev);

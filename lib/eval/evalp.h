@@ -254,6 +254,17 @@ EvalValue *eval_ragged_dot(Eval *ev, const HloInstr *i, EvalValue *const *a);
 uint8_t *ev_as_type(Eval *ev, const HloInstr *i, const EvalValue *v,
                     ElemType from, ElemType to, int64_t n, bool *owned);
 
+/* gemm.c: C[m][n] += sum_k arows[m][k] * B[k*sk + n*sn] for the rows with
+ * valid[m] (all when NULL), each element summed in increasing k with a
+ * rounded product and an add per k (the plain loop's result, bit for bit).
+ * False on a time or memory budget error (in ev). */
+bool ev_gemm_float(Eval *ev, const HloInstr *i, int64_t M, int64_t N, int64_t K,
+                   const float *const *arows, const bool *valid, const float *B,
+                   int64_t sk, int64_t sn, float *C, int64_t ldc);
+bool ev_gemm_double(Eval *ev, const HloInstr *i, int64_t M, int64_t N, int64_t K,
+                    const double *const *arows, const bool *valid, const double *B,
+                    int64_t sk, int64_t sn, double *C, int64_t ldc);
+
 /* gather.c */
 EvalValue *eval_gather(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_scatter(Eval *ev, const HloInstr *i, EvalValue *const *a);
@@ -277,9 +288,13 @@ EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a);
 EvalValue *eval_triangular_solve(Eval *ev, const HloInstr *i,
                                  EvalValue *const *a);
 EvalValue *eval_fft(Eval *ev, const HloInstr *i, EvalValue *const *a);
+/* custom-calls "Qr" and "ProductOfElementaryHouseholderReflectors" */
+EvalValue *eval_qr(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_householder_product(Eval *ev, const HloInstr *i, EvalValue *const *a);
 
 /* batchnorm.c */
 EvalValue *eval_batch_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);
+EvalValue *eval_onednn_layer_norm(Eval *ev, const HloInstr *i, EvalValue *const *a);
 
 /* collective.c: collectives across the devices of the run */
 EvalValue *eval_collective(Eval *ev, const HloInstr *i, EvalValue *const *a);

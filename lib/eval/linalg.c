@@ -1,13 +1,16 @@
 /*
- * linalg.c - cholesky, triangular-solve and fft.
+ * linalg.c - cholesky, triangular-solve, fft and the QR custom-calls.
  *
  * All three compute in double (or double complex) and round once to the
  * element type, so they are at least as accurate as XLA's expansions (which
  * compute in the element type); compare with a tolerance.
  *
  * cholesky reads only the requested triangle and writes zeros to the other
- * one (as XLA's CholeskyExpander builds its result from zeros); a matrix that
- * is not positive definite gives NaNs from the square root, as in XLA.
+ * one (as XLA's CholeskyExpander builds its result from zeros).  A matrix
+ * whose factorization takes the square root of a negative (or NaN) pivot is
+ * not positive definite: as XLA's CholeskyExpander, which flags such a
+ * pivot and selects NaN for the whole result, every element of that batch
+ * member's result, both triangles, is NaN (NaN + 0i for complex types).
  * triangular-solve forms op(A) from the chosen triangle (unit diagonal when
  * asked) and solves op(A) X = B or X op(A) = B by substitution.  fft runs a
  * plain DFT per transformed dimension (twiddles from exact k*t mod n), IFFT
@@ -79,11 +82,13 @@ EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a) {
 #define AV(rr, cc) (lower ? load_c(s->et, A, base + (rr) * n + (cc)) \
                           : conj(load_c(s->et, A, base + (cc) * n + (rr))))
     memset(L, 0, (size_t)(n * n) * sizeof(cplx));
+    bool not_pd = false;
     for (int64_t j = 0; j < n; j++) {
       cplx d = AV(j, j);
       for (int64_t k = 0; k < j; k++) d -= L[j * n + k] * conj(L[j * n + k]);
       double dr = creal(d);
       double ljj = sqrt(dr);
+      not_pd |= isnan(ljj);
       L[j * n + j] = ljj;
       for (int64_t r_ = j + 1; r_ < n; r_++) {
         cplx v = AV(r_, j);
@@ -92,11 +97,14 @@ EvalValue *eval_cholesky(Eval *ev, const HloInstr *i, EvalValue *const *a) {
       }
     }
 #undef AV
+    if (not_pd)
+      for (int64_t k = 0; k < n * n; k++) L[k] = CMPLX(NAN, 0);
     for (int64_t rr = 0; rr < n; rr++)
-      for (int64_t cc = 0; cc <= rr; cc++) {
+      for (int64_t cc = 0; cc < n; cc++) {
+        if (cc > rr && !not_pd) continue;
         cplx v = L[rr * n + cc];
         if (lower) store_c(s->et, r->data, base + rr * n + cc, v);
-        else store_c(s->et, r->data, base + cc * n + rr, conj(v));
+        else store_c(s->et, r->data, base + cc * n + rr, not_pd ? v : conj(v));
       }
     if (!ev_check_time(ev, i)) {
       ev_scratch_free(ev, L, (n * n + 1) * (int64_t)sizeof(cplx));
@@ -318,5 +326,155 @@ EvalValue *eval_fft(Eval *ev, const HloInstr *i, EvalValue *const *a) {
   ev_scratch_free(ev, W, wbytes);
   ev_scratch_free(ev, tmp, tbytes);
   ev_scratch_free(ev, tw, tbytes);
+  return r;
+}
+
+/*
+ * The QR custom-calls of XLA's QrExpander, in LAPACK's forms (geqrf and
+ * orgqr), computed in double with XLA's Householder conventions:
+ *
+ * "Qr"(a [..., m, n]) -> (a' [..., m, n], taus [..., min(m, n)]): for each
+ * column j in turn, with x its current values, alpha = x[j] and sigma the
+ * sum of |x[r]|^2 below row j: beta = -sign(re alpha) * |(alpha, x[j+1:])|
+ * (+ for re alpha < 0, - otherwise), tau = (beta - alpha) / beta (complex:
+ * ((beta - re alpha) / beta, -im alpha / beta)), v = e_j + x[j+1:] /
+ * (alpha - beta); when sigma is 0 (and alpha is real) beta = alpha, tau =
+ * 0, v = e_j.  The columns right of j become (I - conj(tau) v v^H) a, then
+ * column j holds beta on the diagonal and v below it; taus[j] = tau.
+ *
+ * "ProductOfElementaryHouseholderReflectors"(a [..., m, n], taus [..., p])
+ * -> q [..., m, n], m >= n >= p: the first n columns of H_0 H_1 ...
+ * H_{p-1}, H_j = I - tau_j v_j v_j^H with v_j = e_j + a[j+1:, j].
+ */
+static bool qr_shapes(const Shape *as, const Shape *rs, int64_t p, int rank) {
+  if (!shape_is_array(as) || !shape_is_array(rs) || as->rank < 2 || rs->rank != rank ||
+      !float_or_complex(as->et) || rs->et != as->et)
+    return false;
+  for (int d = 0; d < as->rank - 2; d++)
+    if (rs->dims[d] != as->dims[d]) return false;
+  return rank == as->rank ? rs->dims[rank - 2] == as->dims[rank - 2] &&
+                                rs->dims[rank - 1] == as->dims[rank - 1]
+                          : rs->dims[rank - 1] == p;
+}
+
+EvalValue *eval_qr(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *as = i->nops == 1 ? i->ops[0]->shape : NULL, *s = i->shape;
+  if (!as || !shape_is_tuple(s) || s->ntuple != 2 || !shape_is_array(as) || as->rank < 2) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "Qr takes a matrix and gives (a, taus)");
+    return NULL;
+  }
+  int64_t m = as->dims[as->rank - 2], n = as->dims[as->rank - 1], p = m < n ? m : n;
+  if (!qr_shapes(as, s->tuple[0], p, as->rank) || !qr_shapes(as, s->tuple[1], p, as->rank - 1)) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "Qr's result shapes do not fit its operand");
+    return NULL;
+  }
+  int64_t batch = m > 0 && n > 0 ? ev_elems(as) / (m * n) : 0;
+  int64_t wbytes = (m * n + m + 1) * (int64_t)sizeof(cplx);
+  EvalValue *ra = ev_array(ev, s->tuple[0]);
+  EvalValue *rt = ra ? ev_array(ev, s->tuple[1]) : NULL;
+  cplx *A = rt ? ev_scratch(ev, i, wbytes) : NULL;
+  if (!A) {
+    ev_unref(ev, ra);
+    ev_unref(ev, rt);
+    return NULL;
+  }
+  cplx *v = A + m * n;
+  ElemType et = as->et;
+  bool cx = et_is_complex(et), ok = true;
+  for (int64_t b = 0; b < batch && ok; b++) {
+    for (int64_t k = 0; k < m * n; k++) A[k] = load_c(et, a[0]->data, b * m * n + k);
+    for (int64_t j = 0; j < p; j++) {
+      cplx alpha = A[j * n + j];
+      double sigma = 0;
+      for (int64_t r = j + 1; r < m; r++) {
+        cplx x = A[r * n + j];
+        sigma += creal(x) * creal(x) + cimag(x) * cimag(x);
+      }
+      bool szero = sigma == 0 && (!cx || cimag(alpha) == 0);
+      double mu = hypot(hypot(creal(alpha), cimag(alpha)), sqrt(sigma));
+      double beta = (creal(alpha) < 0 ? 1.0 : -1.0) * mu;
+      cplx tau = 0, div = 1;
+      if (szero) {
+        beta = creal(alpha);
+      } else {
+        tau = CMPLX((beta - creal(alpha)) / beta, -cimag(alpha) / beta);
+        div = alpha - beta;
+      }
+      for (int64_t r = 0; r < m; r++) v[r] = r < j ? 0 : r == j ? 1 : A[r * n + j] / div;
+      for (int64_t c = j + 1; c < n; c++) {
+        cplx w = 0;
+        for (int64_t r = j; r < m; r++) w += conj(v[r]) * A[r * n + c];
+        for (int64_t r = j; r < m; r++) A[r * n + c] -= conj(tau) * v[r] * w;
+      }
+      A[j * n + j] = beta;
+      for (int64_t r = j + 1; r < m; r++) A[r * n + j] = v[r];
+      store_c(et, rt->data, b * p + j, tau);
+    }
+    for (int64_t k = 0; k < m * n; k++) store_c(et, ra->data, b * m * n + k, A[k]);
+    ok = ev_check_time(ev, i);
+  }
+  ev_scratch_free(ev, A, wbytes);
+  if (!ok) {
+    ev_unref(ev, ra);
+    ev_unref(ev, rt);
+    return NULL;
+  }
+  EvalValue *el[2] = {ra, rt};
+  EvalValue *t = ev_tuple(ev, s, 2, el);
+  ev_unref(ev, ra);
+  ev_unref(ev, rt);
+  return t;
+}
+
+EvalValue *eval_householder_product(Eval *ev, const HloInstr *i, EvalValue *const *a) {
+  const Shape *s = i->shape;
+  const Shape *as = i->nops == 2 ? i->ops[0]->shape : NULL;
+  const Shape *ts = i->nops == 2 ? i->ops[1]->shape : NULL;
+  if (!as || !shape_is_array(as) || as->rank < 2 || !shape_is_array(ts) || ts->rank < 1 ||
+      !qr_shapes(as, s, 0, as->rank) || !qr_shapes(as, ts, ts->dims[ts->rank - 1], as->rank - 1)) {
+    ev_fail(ev, i, EVAL_ERR_INVALID,
+            "ProductOfElementaryHouseholderReflectors takes (a, taus) of one batch and type");
+    return NULL;
+  }
+  int64_t m = as->dims[as->rank - 2], n = as->dims[as->rank - 1], p = ts->dims[ts->rank - 1];
+  if (m < n || p > n) {
+    ev_fail(ev, i, EVAL_ERR_INVALID,
+            "ProductOfElementaryHouseholderReflectors needs m >= n >= taus (got %lld, %lld, %lld)",
+            (long long)m, (long long)n, (long long)p);
+    return NULL;
+  }
+  int64_t batch = m > 0 && n > 0 ? ev_elems(as) / (m * n) : 0;
+  int64_t wbytes = (m * n + 1) * (int64_t)sizeof(cplx);
+  EvalValue *r = ev_array(ev, s);
+  cplx *Q = r ? ev_scratch(ev, i, wbytes) : NULL;
+  if (!Q) {
+    ev_unref(ev, r);
+    return NULL;
+  }
+  ElemType et = as->et;
+  for (int64_t b = 0; b < batch; b++) {
+    const uint8_t *A = a[0]->data;
+    int64_t base = b * m * n;
+    for (int64_t rr = 0; rr < m; rr++)
+      for (int64_t c = 0; c < n; c++) Q[rr * n + c] = rr == c ? 1 : 0;
+    for (int64_t j = p - 1; j >= 0; j--) {
+      cplx tau = load_c(et, a[1]->data, b * p + j);
+      for (int64_t c = 0; c < n; c++) {
+        cplx w = Q[j * n + c];
+        for (int64_t rr = j + 1; rr < m; rr++)
+          w += conj(load_c(et, A, base + rr * n + j)) * Q[rr * n + c];
+        Q[j * n + c] -= tau * w;
+        for (int64_t rr = j + 1; rr < m; rr++)
+          Q[rr * n + c] -= tau * load_c(et, A, base + rr * n + j) * w;
+      }
+    }
+    for (int64_t k = 0; k < m * n; k++) store_c(et, r->data, base + k, Q[k]);
+    if (!ev_check_time(ev, i)) {
+      ev_scratch_free(ev, Q, wbytes);
+      ev_unref(ev, r);
+      return NULL;
+    }
+  }
+  ev_scratch_free(ev, Q, wbytes);
   return r;
 }

@@ -577,6 +577,38 @@ bool conv_config_parse(const HloInstr *i, ConvBackendConfig *out, Diag *d) {
   return ok;
 }
 
+bool layer_norm_call(const HloInstr *i) {
+  return i->op == HLO_CUSTOM_CALL && i->cc && i->cc->target &&
+         strcmp(i->cc->target, "__onednn$layernorm") == 0;
+}
+
+bool layer_norm_config_parse(const HloInstr *i, float *epsilon, Diag *d) {
+  *epsilon = 0;
+  Arena *ar = arena_new();
+  const JVal *root;
+  bool ok = parse_config(ar, i, &root, d);
+  const JVal *c = jget(root, "onednn_layer_norm_config");
+  if (!c)
+    c = root;
+  const char *bad = NULL;
+  double bits = 0;
+  if (ok && (!get_num(c, "epsilon_typecast", 0, &bits, &bad) || bits != floor(bits) ||
+             bits < INT32_MIN || bits > INT32_MAX))
+    ok = diag_error(d, i->loc, "backend_config of '%s': bad field \"epsilon_typecast\"",
+                    i->name);
+  const JVal *rs = ok ? jget(c, "rescale") : NULL;
+  if (rs && (rs->kind != J_STR || strcmp(rs->str, "SCALE_AND_SHIFT") != 0))
+    ok = diag_error(d, i->loc,
+                    "backend_config of '%s': only the rescale SCALE_AND_SHIFT is supported",
+                    i->name);
+  if (ok) {
+    int32_t b = (int32_t)bits;
+    memcpy(epsilon, &b, sizeof b);
+  }
+  arena_free(ar);
+  return ok;
+}
+
 /* ---- printing ------------------------------------------------------------ */
 
 /* The shortest decimal that reads back as v. */

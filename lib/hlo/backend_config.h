@@ -128,4 +128,12 @@ void conv_config_print(StrBuf *b, const ConvBackendConfig *c);
  * __onednn$convolution from cfg). */
 ConvCallKind libcall_conv_kind(LibCallTarget t, const ConvBackendConfig *cfg);
 
+/* XLA:CPU's layer normalization call "__onednn$layernorm" (x, scale, shift)
+ * -> y over the last dimension of x; its OneDnnNormConfig
+ * {"onednn_layer_norm_config":{"rescale":"SCALE_AND_SHIFT",
+ * "epsilon_typecast":N}}: epsilon is the f32 whose bits are the int32 N (0
+ * when absent).  A rescale other than SCALE_AND_SHIFT is an error. */
+bool layer_norm_call(const HloInstr *i);
+bool layer_norm_config_parse(const HloInstr *i, float *epsilon, Diag *d);
+
 #endif

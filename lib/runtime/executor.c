@@ -114,6 +114,9 @@ struct Executor {
   int nprof;
   ThunkProfile *prof;
   bool no_cmdbufs;                /* executor_set_command_buffers(false) */
+  bool keep_inputs;               /* executor_set_keep_inputs */
+  const Literal **resident;       /* keep_inputs: per parameter leaf, the
+                                     literal its buffer holds (NULL: none) */
   int ncbs;
   CmdBuf **cbs;                   /* every command buffer, to free them */
   /* tracing (executor_set_trace) */
@@ -755,6 +758,26 @@ void executor_set_command_buffers(Executor *e, bool on) {
   e->no_cmdbufs = !on;
 }
 
+void executor_set_keep_inputs(Executor *e, bool on) {
+  e->keep_inputs = on;
+  if (!e->resident)
+    e->resident = ARENA_ARRAY(e->arena, const Literal *, e->a->nparams + 1);
+  for (int k = 0; k < e->a->nparams; k++)
+    e->resident[k] = NULL;
+}
+
+/* Whether a run may write parameter leaf k's buffer: a result leaf lives in
+ * its allocation (input_output_alias).  Nothing else writes a parameter
+ * allocation: buffer assignment gives parameters allocations of their own,
+ * and every computed value gets a buffer of its own. */
+static bool param_written(const Executor *e, int k) {
+  const Artifact *a = e->a;
+  for (int j = 0; j < a->noutputs; j++)
+    if (a->outputs[j].slice.alloc == a->params[k].slice.alloc)
+      return true;
+  return false;
+}
+
 /* Recomputes every address of a prepared sequence from its thunks' slices
  * (after the buffers moved). */
 static void rebind_seq(Executor *e, ExecSeq *s) {
@@ -1126,6 +1149,10 @@ static bool upload_inputs(Executor *e, Literal *const *inputs, Diag *d) {
     size_t n = (size_t)a->params[k].slice.size;
     if (n == 0) continue;
     if (!l->data) return ex_err(d, "input %d has no values", k);
+    if (e->keep_inputs) {
+      if (e->resident[k] == l) continue;
+      e->resident[k] = param_written(e, k) ? NULL : l;
+    }
     DevPtr dst = slice_addr(e, a->params[k].slice);
     if (e->staged) {
       uint8_t *st = e->stage + e->stage_in[k];
@@ -1297,7 +1324,7 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
     e->trace_end = e->run_origin + run_ms;
     e->traced_runs++;
   }
-  if (e->staged && !queue_outputs(e, d))
+  if (e->staged && result && !queue_outputs(e, d))
     return synced(e, false, "queueing the copies of the outputs", d);
   if (!synced(e, p->synchronize(p, d), "the synchronization after the last thunk", d))
     return false;
@@ -1308,6 +1335,8 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
       return false;
     e->last_exec_ms = run_ms;
   }
+  if (!result)
+    return true;                  /* the results stay on the device */
   Literal **leaves = xcalloc((size_t)e->a->noutputs + 1, sizeof *leaves);
   bool ok = download_outputs(e, out, leaves, d);
   if (ok) {

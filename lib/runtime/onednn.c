@@ -19,7 +19,12 @@
  * for convolutions, in plain loops in double.  Primitives, their
  * scratchpads and internal buffers are cached per whole descriptor.
  * Threads: oneDNN's OpenMP pool, sized by PlatformOptions.threads, else
- * XHLO_NUM_THREADS, else one per core.
+ * XHLO_NUM_THREADS, else one per core.  Its workers wait passively between
+ * primitives (OMP_WAIT_POLICY=PASSIVE, set before the library loads unless
+ * OMP_WAIT_POLICY or GOMP_SPINCOUNT is set): GNU OpenMP's default spins
+ * 300,000 rounds (milliseconds) after every primitive on the cores that the
+ * kernels after it need; on two cores that made an MLP training step's
+ * elementwise kernels up to 10x slower.
  */
 #include "onednn.h"
 #include "thread_pool.h"
@@ -128,6 +133,9 @@ static void *open_lib(const char *lib_path, StrBuf *tried) {
 
 
 OneDnn *onednn_open(const PlatformOptions *o, Diag *d) {
+  /* read by libgomp when it loads (with libdnnl) */
+  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
   StrBuf tried;
   sb_init(&tried);
   dlerror();

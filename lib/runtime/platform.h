@@ -219,6 +219,14 @@ void executor_set_device(Executor *e, Exchange *xg, int64_t replica, int64_t par
  * platform without them, its commands run one by one. */
 void executor_set_command_buffers(Executor *e, bool on);
 
+/* Benchmarking (xhlo-run --device-resident): on, a run given an input literal
+ * (the same pointer) that an earlier run copied in leaves that parameter's
+ * buffer as it is, as XLA's benchmarks keep their arguments on the device,
+ * unless a result may overwrite it (input_output_alias): such a parameter is
+ * copied in at every run.  The caller must not change the literals' values
+ * while this is on.  Turning it on or off forgets what was copied in. */
+void executor_set_keep_inputs(Executor *e, bool on);
+
 /* Moves the buffer pool to new device memory (contents copied, the old
  * memory freed), as a caller that hands the executor other buffers would:
  * the next run sees new addresses everywhere, so every recorded command
@@ -228,7 +236,8 @@ bool executor_move_buffers(Executor *e, Diag *d);
 /* One run.  inputs: one literal per parameter leaf (Artifact.params), in
  * row-major order; NULL for token leaves.  Their element types and
  * dimensions must match the leaves' shapes.  *result (in out) is shaped like
- * Artifact.result_shape, with row-major data. */
+ * Artifact.result_shape, with row-major data; result NULL leaves the results
+ * on the device (a benchmark's runs before its last). */
 bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
                   Literal **result, Diag *d);
 /* Milliseconds the last run spent in its thunks (from the first thunk to

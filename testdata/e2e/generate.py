@@ -6,7 +6,11 @@ XLA_FLAGS=--xla_dump_to=DIR; the dump's *.before_optimizations.txt is copied
 here as NAME.hlo.  The GPU_CASES are lowered for CUDA instead (no GPU
 needed: jit(f).trace(...).lower(lowering_platforms=("cuda",)), as HLO text),
 for what only a GPU lowering writes, such as JAX's cu_threefry2x32 kernel
-call.  Not run by the tests (the .hlo files are checked in):
+call.  The TPU_CASES are lowered for the TPU the same way (no TPU needed)
+for the HLO ops and custom-calls that JAX lowers to LAPACK calls on the
+CPU and to cuSOLVER on the GPU: cholesky, triangular-solve, and the "Qr"
+and "ProductOfElementaryHouseholderReflectors" custom-calls of
+jnp.linalg.qr.  Not run by the tests (the .hlo files are checked in):
 
     python3 testdata/e2e/generate.py
 """
@@ -405,6 +409,12 @@ def f(k):
     return s2, a ^ jnp.uint32(5), b
 args = (jnp.ones((2,), jnp.uint64),)
 """,
+    "fft": """
+def f(x, c):
+    return (jnp.fft.rfft(x, axis=-1), jnp.fft.irfft2(jnp.fft.rfft2(x), s=x.shape[-2:]),
+            jnp.fft.fftn(c, axes=(0, 1, 2)), jnp.fft.ifft(c[..., 0]))
+args = (jnp.ones((4, 6, 10), jnp.float32), jnp.ones((3, 4, 5, 2), jnp.complex64))
+""",
 }
 
 # name -> python source defining f and args, lowered for CUDA.
@@ -418,12 +428,32 @@ args = (jax.ShapeDtypeStruct((2,), jnp.uint32),
 """,
 }
 
-GPU_RUNNER = """
+# name -> python source defining f and args, lowered for the TPU.
+TPU_CASES = {
+    "linalg": """
+from jax import lax
+def f(a, b, c):
+    # a cholesky of a positive definite matrix, a solve with its factor,
+    # the QR of a (tall) and of a batch of complex matrices
+    n = a.shape[0]
+    l = lax.linalg.cholesky(a @ a.T + n * jnp.eye(n), symmetrize_input=False)
+    x = lax.linalg.triangular_solve(l, b, left_side=True, lower=True)
+    y = lax.linalg.triangular_solve(l, b.T, left_side=False, lower=True,
+                                    transpose_a=True)
+    q, r = jnp.linalg.qr(a[:, :5])
+    qc, rc = jnp.linalg.qr(c)
+    return l, x, y, q, r, qc, rc
+args = (jax.ShapeDtypeStruct((8, 8), jnp.float32),
+        jax.ShapeDtypeStruct((8, 3), jnp.float32),
+        jax.ShapeDtypeStruct((2, 4, 4), jnp.complex64))
+""",
+}
+LOWER_RUNNER = """
 import sys
 import jax, jax.numpy as jnp
 jax.config.update("jax_platforms", "cpu")
 {src}
-low = jax.jit(f).trace(*args).lower(lowering_platforms=("cuda",))
+low = jax.jit(f).trace(*args).lower(lowering_platforms=("{platform}",))
 open(sys.argv[1], "w").write(low.as_text(dialect="hlo"))
 """
 
@@ -436,12 +466,14 @@ jax.jit(f).lower(*args).compile()
 
 
 def main():
-    names = sys.argv[1:] or sorted(CASES) + sorted(GPU_CASES)
+    names = sys.argv[1:] or sorted(CASES) + sorted(GPU_CASES) + sorted(TPU_CASES)
     for name in names:
-        if name in GPU_CASES:
+        if name in GPU_CASES or name in TPU_CASES:
+            src, platform = ((GPU_CASES[name], "cuda") if name in GPU_CASES
+                             else (TPU_CASES[name], "tpu"))
             out = os.path.join(HERE, name + ".hlo")
             subprocess.run([sys.executable, "-c",
-                            GPU_RUNNER.format(src=GPU_CASES[name]), out],
+                            LOWER_RUNNER.format(src=src, platform=platform), out],
                            env=dict(os.environ, JAX_PLATFORMS="cpu"),
                            check=True)
             print("wrote", name + ".hlo")

@@ -257,6 +257,16 @@ Test(codegen_conv, epilogue_refused) {
                 "convolution", 5);
 }
 
+/* pred operands of a float convolution count as 0 and 1 (XLA's operand
+ * conversion); a pred result is refused below. */
+Test(codegen_conv, pred_operands) {
+  check_conv("f32[1,28,1]", "pred[28,1,1]", "f32[1,28,1]",
+             "window={size=28 pad=13_14}, dim_labels=b0f_0io->b0f", 1e-5, 1e-5);
+  teardown();
+  check_conv("pred[2,6,6,3]", "f32[3,3,3,2]", "f32[2,4,4,2]",
+             "window={size=3x3}, dim_labels=b01f_01io->b01f", 1e-5, 1e-5);
+}
+
 /* pred convolutions are refused with an error at the instruction. */
 Test(codegen_conv, pred_refused) {
   check_refused_at("HloModule m\n"

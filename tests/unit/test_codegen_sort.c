@@ -211,6 +211,26 @@ Test(codegen_sort, two_keys_middle_dimension) {
         "to_apply=lex\n}\n");
 }
 
+Test(codegen_sort, comparator_calling_a_fusion) {
+  /* an XLA:GPU dump's comparator whose body is a fusion of scalars (argsort
+   * with its index tie-break): the fusion's computation is applied to the
+   * comparator's values */
+  check("HloModule m\n"
+        "fc {\n  p0 = s32[] parameter(0)\n  p1 = s32[] parameter(1)\n"
+        "  p2 = s32[] parameter(2)\n  p3 = s32[] parameter(3)\n"
+        "  c6 = pred[] compare(p3, p2), direction=LT\n"
+        "  c5 = pred[] compare(p2, p3), direction=LT\n"
+        "  c4 = pred[] compare(c6, c5), direction=EQ\n"
+        "  c3 = pred[] compare(p0, p1), direction=LT\n"
+        "  ROOT s = pred[] select(c4, c3, c6)\n}\n"
+        "lt {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n"
+        "  i = s32[] parameter(2)\n  j = s32[] parameter(3)\n"
+        "  ROOT f = pred[] fusion(i, j, b, a), kind=kLoop, calls=fc\n}\n"
+        "ENTRY e {\n  k = s32[3,70] parameter(0)\n  v = s32[3,70] parameter(1)\n"
+        "  ROOT s = (s32[3,70], s32[3,70]) sort(k, v), dimensions={1}, is_stable=true, "
+        "to_apply=lt\n}\n");
+}
+
 Test(codegen_sort, bf16_descending_short_rows) {
   check("HloModule m\n"
         "gt {\n  a = bf16[] parameter(0)\n  b = bf16[] parameter(1)\n"

@@ -167,6 +167,30 @@ Test(codegen_types, reduce_precision_f32_f16_bf16) {
         " kind=kLoop, calls=fused\n}\n");
 }
 
+/* f64 to f16 rounds once (the host goes through f32 rounded to odd):
+ * every f32 pattern, and the f64 values just above and below each, which a
+ * double rounding through f32 would get wrong at the ties; f64 to bf16
+ * rounds through f32 to nearest, as XLA (and lib/eval) do. */
+Test(codegen_types, f64_to_f16_and_bf16_round_once) {
+  check("HloModule m\n"
+        "fused {\n" F32_SWEEP
+        "  d = f64[262144] convert(x)\n"
+        "  up = f64[] constant(1.0000000000009095)\n"
+        "  dn = f64[] constant(0.99999999999909051)\n"
+        "  ub = f64[262144] broadcast(up), dimensions={}\n"
+        "  db = f64[262144] broadcast(dn), dimensions={}\n"
+        "  u = f64[262144] multiply(d, ub)\n  v = f64[262144] multiply(d, db)\n"
+        "  a = f16[262144] convert(d)\n  b = f16[262144] convert(u)\n"
+        "  c = f16[262144] convert(v)\n  e = bf16[262144] convert(u)\n"
+        "  f = bf16[262144] convert(v)\n"
+        "  ROOT t = (f16[262144], f16[262144], f16[262144], bf16[262144], bf16[262144])"
+        " tuple(a, b, c, e, f)\n"
+        "}\n"
+        "ENTRY e {\n  p = u32[] parameter(0)\n"
+        "  ROOT f = (f16[262144], f16[262144], f16[262144], bf16[262144], bf16[262144])"
+        " fusion(p), kind=kLoop, calls=fused\n}\n");
+}
+
 Test(codegen_types, subbyte_integers) {
   check("HloModule m\n"
         "fused {\n"
@@ -205,6 +229,27 @@ Test(codegen_types, complex_ops) {
             "ENTRY e {\n  x = c64[8,9] parameter(0)\n  y = c128[8,9] parameter(1)\n"
             "  r = f32[8,9] parameter(2)\n"
             "  ROOT f = (c64[8,9], f32[8,9], c128[8,9]) fusion(x, y, r), kind=kLoop,"
+            " calls=fused\n}\n",
+            1e-5, 1e-5);
+}
+
+Test(codegen_types, complex_power_and_atan2) {
+  /* lib/eval's definitions, x^y = exp(y log x) and atan2(x, y) =
+   * -i log((y + ix) / sqrt(y^2 + x^2)), on c64 and c128 */
+  check_tol("HloModule m\n"
+            "fused {\n"
+            "  x = c64[8,9] parameter(0)\n"
+            "  y = c64[8,9] parameter(1)\n"
+            "  u = c128[8,9] parameter(2)\n"
+            "  p = c64[8,9] power(x, y)\n"
+            "  a = c64[8,9] atan2(x, y)\n"
+            "  q = c128[8,9] power(u, u)\n"
+            "  b = c128[8,9] atan2(u, c128[8,9] negate(u))\n"
+            "  ROOT t = (c64[8,9], c64[8,9], c128[8,9], c128[8,9]) tuple(p, a, q, b)\n"
+            "}\n"
+            "ENTRY e {\n  x = c64[8,9] parameter(0)\n  y = c64[8,9] parameter(1)\n"
+            "  u = c128[8,9] parameter(2)\n"
+            "  ROOT f = (c64[8,9], c64[8,9], c128[8,9], c128[8,9]) fusion(x, y, u), kind=kLoop,"
             " calls=fused\n}\n",
             1e-5, 1e-5);
 }

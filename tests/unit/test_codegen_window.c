@@ -219,6 +219,31 @@ Test(codegen_window, variadic_argmax_pool) {
         0, 0);
 }
 
+/* A variadic reduce-window as the root of its fusion (fusion-wrapper's
+ * form): one output per result of the reduce-window. */
+Test(codegen_window, variadic_root_with_init_parameters) {
+  check("HloModule m\n"
+        "sum2 {\n"
+        "  a = f32[] parameter(0)\n  ai = s32[] parameter(1)\n"
+        "  b = f32[] parameter(2)\n  bi = s32[] parameter(3)\n"
+        "  s = f32[] add(a, b)\n  si = s32[] add(ai, bi)\n"
+        "  ROOT t = (f32[], s32[]) tuple(s, si)\n"
+        "}\n"
+        "fused {\n"
+        "  x = f32[4,2]{1,0} parameter(0)\n  y = s32[4,2]{1,0} parameter(1)\n"
+        "  c = f32[] parameter(2)\n  ci = s32[] parameter(3)\n"
+        "  ROOT w = (f32[2,2]{1,0}, s32[2,2]{1,0}) reduce-window(x, y, c, ci),"
+        " window={size=5x1 stride=3x1 pad=2_2x0_0}, to_apply=sum2\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  x = f32[4,2]{1,0} parameter(0)\n  y = s32[4,2]{1,0} parameter(1)\n"
+        "  c = f32[] parameter(2)\n  ci = s32[] parameter(3)\n"
+        "  ROOT f = (f32[2,2]{1,0}, s32[2,2]{1,0}) fusion(x, y, c, ci), kind=kLoop,"
+        " calls=fused\n"
+        "}\n",
+        1e-6, 1e-6);
+}
+
 Test(codegen_window, reducer_with_unsupported_op_is_refused) {
   check_refused("HloModule m\n"
                 "red { a = f32[] parameter(0)\n b = f32[] parameter(1)\n"

@@ -387,6 +387,195 @@ Test(eval, loop_updates_reuse_buffers) {
     for (int c = 0; c < 4096; c += 511) cr_assert_eq(v[r * 4096 + c], (float)r);
 }
 
+/* Random floats with planted specials: -0, +-inf, NaN, and magnitudes far
+ * apart so that the order of the additions shows in the rounding. */
+static Literal *planted(const Shape *s, uint64_t seed) {
+  Literal *l = io_random_literal(A, s, seed, -1);
+  int64_t n = shape_elements(s);
+  uint64_t r = seed * 0x9E3779B97F4A7C15ull + 7;
+  for (int64_t k = 0; k < n; k++) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    unsigned pick = (unsigned)(r >> 52);   /* 0..4095 */
+    double v;
+    if (pick < 8) v = -0.0;
+    else if (pick == 8) v = INFINITY;
+    else if (pick == 9) v = NAN;
+    else if (pick < 700) v = (double)(int64_t)(r >> 40 & 0xffffff) * 1e3;
+    else continue;
+    if (s->et == ET_F32) {
+      float f = (float)v;
+      memcpy(l->data + 4 * k, &f, 4);
+    } else {
+      memcpy(l->data + 8 * k, &v, 8);
+    }
+  }
+  return l;
+}
+
+/* Whether two arrays of n floats (or doubles) have the same bits, NaNs
+ * compared as NaNs. */
+static void same_values(const void *a, const void *b, int64_t n, bool f64) {
+  for (int64_t k = 0; k < n; k++) {
+    double x = f64 ? ((const double *)a)[k] : ((const float *)a)[k];
+    double y = f64 ? ((const double *)b)[k] : ((const float *)b)[k];
+    if (isnan(x) && isnan(y)) continue;
+    cr_assert(memcmp((const char *)a + k * (f64 ? 8 : 4), (const char *)b + k * (f64 ? 8 : 4),
+                     f64 ? 8 : 4) == 0,
+              "element %lld: %.17g vs %.17g", (long long)k, x, y);
+  }
+}
+
+/* The blocked products (lib/eval/gemm.c) give the plain loop's bits: every
+ * output summed over k in order, one rounded product and one add per k.
+ * Sizes cross the register tile, the k chunk and the row block. */
+Test(eval, dot_is_the_plain_loop) {
+  HloModule *m = parse(
+    "HloModule dots\n"
+    "ENTRY e {\n  a = f32[2,13,300] parameter(0)\n  b = f32[2,300,37] parameter(1)\n"
+    "  c = f64[101,600] parameter(2)\n  d = f64[600,9] parameter(3)\n"
+    "  x = f32[2,13,37] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2},"
+    " rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+    "  y = f64[101,9] dot(c, d), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ROOT t = (f32[2,13,37], f64[101,9]) tuple(x, y)\n}\n");
+  Literal *in[4];
+  for (int k = 0; k < 4; k++) in[k] = planted(m->entry->params[k]->shape, 11 + (uint64_t)k);
+  Literal *out;
+  EvalStatus st;
+  cr_assert(run(m, 4, in, NULL, &out, &st), "%s", D.msg);
+  float want[2 * 13 * 37];
+  const float *a = (const float *)in[0]->data, *b = (const float *)in[1]->data;
+  for (int bt = 0; bt < 2; bt++)
+    for (int i = 0; i < 13; i++)
+      for (int j = 0; j < 37; j++) {
+        float acc = 0.0f;
+        for (int k = 0; k < 300; k++)
+          acc += a[(bt * 13 + i) * 300 + k] * b[(bt * 300 + k) * 37 + j];
+        want[(bt * 13 + i) * 37 + j] = acc;
+      }
+  same_values(out->tuple[0]->data, want, 2 * 13 * 37, false);
+  double wd[101 * 9];
+  const double *c = (const double *)in[2]->data, *d = (const double *)in[3]->data;
+  for (int i = 0; i < 101; i++)
+    for (int j = 0; j < 9; j++) {
+      double acc = 0.0;
+      for (int k = 0; k < 600; k++) acc += c[i * 600 + k] * d[k * 9 + j];
+      wd[i * 9 + j] = acc;
+    }
+  same_values(out->tuple[1]->data, wd, 101 * 9, true);
+}
+
+/* A 2-D convolution, b01f_01io->b01f, as the plain loop over window
+ * positions (outer) and input features (inner), skipping positions outside
+ * the (dilated, padded) input.  cv: N H W C, KH KW Cg O, groups, stride,
+ * low padding, lhs and rhs dilation per spatial dim, OH OW. */
+typedef struct RefConv {
+  int N, H, W, C, KH, KW, Cg, O, G, sh, sw, ph, pw, lh, lw, dh, dw, OH, OW;
+} RefConv;
+
+static void ref_conv(const RefConv *v, const float *x, const float *w, float *y) {
+  for (int n = 0; n < v->N; n++)
+    for (int oh = 0; oh < v->OH; oh++)
+      for (int ow = 0; ow < v->OW; ow++)
+        for (int o = 0; o < v->O; o++) {
+          float acc = 0.0f;
+          int grp = o / (v->O / v->G);
+          for (int kh = 0; kh < v->KH; kh++)
+            for (int kw = 0; kw < v->KW; kw++) {
+              int hd = oh * v->sh - v->ph + kh * v->dh, wd = ow * v->sw - v->pw + kw * v->dw;
+              if (hd < 0 || wd < 0 || hd % v->lh || wd % v->lw) continue;
+              int hi = hd / v->lh, wi = wd / v->lw;
+              if (hi >= v->H || wi >= v->W) continue;
+              for (int c = 0; c < v->Cg; c++)
+                acc += x[((n * v->H + hi) * v->W + wi) * v->C + grp * v->Cg + c] *
+                       w[((kh * v->KW + kw) * v->Cg + c) * v->O + o];
+            }
+          y[((n * v->OH + oh) * v->OW + ow) * v->O + o] = acc;
+        }
+}
+
+static void check_conv(const char *hlo, const RefConv *v) {
+  HloModule *m = parse(hlo);
+  Literal *in[2];
+  for (int k = 0; k < 2; k++) in[k] = planted(m->entry->params[k]->shape, 21 + (uint64_t)k);
+  Literal *out;
+  EvalStatus st;
+  cr_assert(run(m, 2, in, NULL, &out, &st), "%s", D.msg);
+  int64_t n = (int64_t)v->N * v->OH * v->OW * v->O;
+  float *want = malloc((size_t)n * sizeof *want);
+  ref_conv(v, (const float *)in[0]->data, (const float *)in[1]->data, want);
+  same_values(out->data, want, n, false);
+  free(want);
+}
+
+/* The convolution's products likewise, through each of the interpreter's
+ * paths: per window position (padding and lhs dilation leave some
+ * positions out; two feature groups), as one product over (window
+ * position, feature) when the window never leaves the input (3 input
+ * features, dilations), and the direct loop (depthwise). */
+Test(eval, convolution_is_the_plain_loop) {
+  RefConv a = {2, 7, 6, 16, 3, 2, 8, 12, 2, 2, 1, 2, 0, 2, 1, 1, 2, 7, 5};
+  check_conv("HloModule conv\n"
+             "ENTRY e {\n  x = f32[2,7,6,16] parameter(0)\n  w = f32[3,2,8,12] parameter(1)\n"
+             "  ROOT y = f32[2,7,5,12] convolution(x, w), window={size=3x2 stride=2x1"
+             " pad=2_1x0_1 lhs_dilate=2x1 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f,"
+             " feature_group_count=2\n}\n", &a);
+  teardown();
+  RefConv b = {3, 9, 12, 3, 2, 3, 3, 20, 1, 2, 3, 0, 0, 2, 1, 2, 1, 8, 4};
+  check_conv("HloModule conv\n"
+             "ENTRY e {\n  x = f32[3,9,12,3] parameter(0)\n  w = f32[2,3,3,20] parameter(1)\n"
+             "  ROOT y = f32[3,8,4,20] convolution(x, w), window={size=2x3 stride=2x3"
+             " lhs_dilate=2x1 rhs_dilate=2x1}, dim_labels=b01f_01io->b01f\n}\n", &b);
+  teardown();
+  RefConv c = {2, 6, 6, 4, 3, 3, 1, 4, 4, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6};
+  check_conv("HloModule conv\n"
+             "ENTRY e {\n  x = f32[2,6,6,4] parameter(0)\n  w = f32[3,3,1,4] parameter(1)\n"
+             "  ROOT y = f32[2,6,6,4] convolution(x, w), window={size=3x3 pad=1_1x1_1},"
+             " dim_labels=b01f_01io->b01f, feature_group_count=4\n}\n", &c);
+}
+
+/* A value a loop body computes from no parameter is computed once: here a
+ * 4M-element reduction in a body run 2000 times (minutes if each trip made
+ * it again), with the right result; an rng in a body is drawn anew on
+ * every trip. */
+Test(eval, loop_invariants_are_computed_once) {
+  HloModule *m = parse(
+    "HloModule inv\n"
+    "add {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n"
+    "  ROOT s = s32[] add(a, b)\n}\n"
+    "work {\n  z = s32[] parameter(0)\n  i = s32[4194304] iota(), iota_dimension=0\n"
+    "  one = s32[] constant(1)\n  ob = s32[4194304] broadcast(one), dimensions={}\n"
+    "  a = s32[4194304] and(i, ob)\n  c = s32[] constant(0)\n"
+    "  r = s32[] reduce(a, c), dimensions={0}, to_apply=add\n"
+    "  ROOT s = s32[] add(z, r)\n}\n"
+    "cond {\n  p = (s32[], s32[], f32[2000]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n  n = s32[] constant(2000)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+    "body {\n  p = (s32[], s32[], f32[2000]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n  acc = s32[] get-tuple-element(p), index=1\n"
+    "  buf = f32[2000] get-tuple-element(p), index=2\n"
+    "  s = s32[] call(acc), to_apply=work\n"
+    "  lo = f32[] constant(0)\n  hi = f32[] constant(1)\n"
+    "  u = f32[1] rng(lo, hi), distribution=rng_uniform\n"
+    "  b2 = f32[2000] dynamic-update-slice(buf, u, i)\n"
+    "  one = s32[] constant(1)\n  i1 = s32[] add(i, one)\n"
+    "  ROOT t = (s32[], s32[], f32[2000]) tuple(i1, s, b2)\n}\n"
+    "ENTRY e {\n  z = s32[] constant(0)\n  zf = f32[] constant(-1)\n"
+    "  buf = f32[2000] broadcast(zf), dimensions={}\n"
+    "  init = (s32[], s32[], f32[2000]) tuple(z, z, buf)\n"
+    "  ROOT w = (s32[], s32[], f32[2000]) while(init), condition=cond, body=body\n}\n");
+  EvalOptions o;
+  eval_options_default(&o);
+  o.time_budget = 20;
+  Literal *out;
+  EvalStatus st;
+  cr_assert(run(m, 0, NULL, &o, &out, &st), "%s", D.msg);
+  cr_assert_eq(*(const int32_t *)out->tuple[1]->data, (int32_t)(2000u * 2097152u));
+  const float *u = (const float *)out->tuple[2]->data;
+  int same = 0;
+  for (int k = 1; k < 2000; k++) same += u[k] == u[k - 1];
+  cr_assert_lt(same, 10, "%d of 2000 rng draws repeat the one before", same);
+}
+
 Test(eval, arguments_are_not_modified) {
   /* an argument dies at its only use, but it belongs to the caller: the
    * interpreter must not write its result into it */

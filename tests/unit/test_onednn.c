@@ -2,7 +2,8 @@
  * test_onednn.c - the host's library calls (lib/runtime/onednn.c): the
  * minimal oneDNN ABI header against oneDNN's own, then GEMMs and
  * convolutions in every dtype, layout and epilogue the host takes, against
- * plain reference loops written here (sums in double), and the errors.
+ * plain reference loops written here (sums in double), the errors, and
+ * OpenMP's wait policy (passive unless the environment chose one).
  */
 #include <criterion/criterion.h>
 
@@ -503,4 +504,31 @@ Test(onednn_open, missing_library_named) {
             "%s", d.msg);
   cr_assert(strstr(d.msg, "libdnnl2") && strstr(d.msg, "--lib-path"), "%s", d.msg);
   diag_clear(&d);
+}
+
+/* OpenMP waits passively between primitives unless the user chose. */
+static void open_and_close(void) {
+  Diag d = {0};
+  OneDnn *x = onednn_open(NULL, &d);
+  cr_assert_not_null(x, "%s", d.msg ? d.msg : "");
+  onednn_close(x);
+}
+
+Test(onednn_open, openmp_waits_passively) {
+  unsetenv("OMP_WAIT_POLICY");
+  unsetenv("GOMP_SPINCOUNT");
+  open_and_close();
+  const char *w = getenv("OMP_WAIT_POLICY");
+  cr_assert(w && strcmp(w, "PASSIVE") == 0, "OMP_WAIT_POLICY=%s", w ? w : "(unset)");
+}
+
+Test(onednn_open, openmp_wait_policy_left_as_given) {
+  setenv("OMP_WAIT_POLICY", "active", 1);
+  unsetenv("GOMP_SPINCOUNT");
+  open_and_close();
+  cr_expect_str_eq(getenv("OMP_WAIT_POLICY"), "active");
+  unsetenv("OMP_WAIT_POLICY");
+  setenv("GOMP_SPINCOUNT", "1000", 1);
+  open_and_close();
+  cr_expect_null(getenv("OMP_WAIT_POLICY"));
 }

@@ -131,7 +131,7 @@ static const Pass failing_pass = {"failing", failing};
 
 Test(pipeline, fixed_point_cap_is_an_error) {
   HloModule *m = parse(simple);
-  const PipelineStep steps[] = {{NULL, NULL, &restless_pass}};
+  const PipelineStep steps[] = {{NULL, NULL, &restless_pass, false}};
   const Pipeline fix = {"fix", true, 1, steps};
   const Pipeline *p = &fix;
   PipelineOptions o = {.fix_limit = 7};
@@ -147,8 +147,8 @@ Test(pipeline, fixed_point_cap_is_an_error) {
 
 Test(pipeline, fixed_point_reruns_until_no_change) {
   HloModule *m = parse(simple);
-  const PipelineStep steps[] = {{NULL, NULL, &settle_pass},
-                                {NULL, NULL, &restless_pass}};
+  const PipelineStep steps[] = {{NULL, NULL, &settle_pass, false},
+                                {NULL, NULL, &restless_pass, false}};
   const Pipeline fix = {"fix", true, 1, steps};
   const Pipeline *p = &fix;
   PipelineOptions o = {0};
@@ -161,7 +161,7 @@ Test(pipeline, fixed_point_reruns_until_no_change) {
 
 Test(pipeline, verify_each_catches_a_broken_pass) {
   HloModule *m = parse(simple);
-  const PipelineStep steps[] = {{NULL, NULL, &breaker_pass}};
+  const PipelineStep steps[] = {{NULL, NULL, &breaker_pass, false}};
   const Pipeline pl = {"broken", false, 1, steps};
   const Pipeline *p = &pl;
   PipelineOptions o = {.verify_each = true};
@@ -176,8 +176,8 @@ Test(pipeline, verify_each_catches_a_broken_pass) {
 
 Test(pipeline, a_failing_pass_stops_the_pipeline) {
   HloModule *m = parse(simple);
-  const PipelineStep steps[] = {{NULL, NULL, &failing_pass},
-                                {NULL, NULL, &restless_pass}};
+  const PipelineStep steps[] = {{NULL, NULL, &failing_pass, false},
+                                {NULL, NULL, &restless_pass, false}};
   const Pipeline pl = {"p", false, 2, steps};
   const Pipeline *p = &pl;
   PipelineOptions o = {0};
@@ -192,7 +192,7 @@ Test(pipeline, a_failing_pass_stops_the_pipeline) {
 
 Test(pipeline, selection_filters_passes) {
   HloModule *m = parse(simple);
-  const PipelineStep steps[] = {{NULL, NULL, &restless_pass}};
+  const PipelineStep steps[] = {{NULL, NULL, &restless_pass, false}};
   const Pipeline pl = {"p", false, 1, steps};
   const Pipeline *p = &pl;
   Diag d = {0};

@@ -4,8 +4,10 @@
  * pred and on an s32 index (out of range runs the last branch), constants,
  * tuple results, parameters and results with non-default layouts, the
  * layout permutation itself, profiling (calls, nesting, the summary table,
- * bytes, the trace's events in order), and the refusals (bad inputs, a
- * kernel the file lacks, a slice outside its allocation).
+ * bytes, the trace's events in order), inputs kept on the device between
+ * runs (executor_set_keep_inputs) and results left there (no result
+ * literal), and the refusals (bad inputs, a kernel
+ * the file lacks, a slice outside its allocation).
  *
  * Artifacts are built in memory; the kernels are C functions with the host
  * calling convention (void name(void **args, int64_t lo, int64_t hi), one
@@ -718,4 +720,82 @@ Test(runtime, independent_kernels_launch_together) {
   r = run1(in);
   cr_expect_eq(NGroups, 0);
   for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r->tuple[0], k), 4 * xs[k]);
+}
+
+/* --device-resident: copies into the device counted */
+static int NCopiesIn;
+static bool (*real_h2d)(Platform *, DevPtr, const void *, size_t, Diag *);
+
+static bool counting_h2d(Platform *p, DevPtr dst, const void *src, size_t n, Diag *d) {
+  NCopiesIn++;
+  return real_h2d(p, dst, src, n, d);
+}
+
+Test(runtime, keep_inputs_copies_each_input_once) {
+  real_h2d = Plat->copy_h2d;
+  Plat->copy_h2d = counting_h2d;
+  int a = param("f32[4]{0}", 16), b = param("f32[4]{0}", 16);
+  int o = alloc(16, 0);
+  kernel(&Art->entry, "add4", 3, (BufSlice[]){sl(a, 0, 16), sl(b, 0, 16), sl(o, 0, 16)});
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  make_executor();
+  executor_set_keep_inputs(Ex, true);
+  Literal *in[] = {lit("1 2 3 4", "f32[4]"), lit("10 20 30 40.5", "f32[4]")};
+  NCopiesIn = 0;
+  run1(in);
+  cr_expect_eq(NCopiesIn, 2);
+  Literal *r = run1(in);
+  cr_expect_eq(NCopiesIn, 2, "the second run copied its unchanged inputs in again");
+  float want[] = {11, 22, 33, 44.5f};
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), want[k]);
+  /* another literal for b: only b is copied in */
+  in[1] = lit("-1 0 1 2", "f32[4]");
+  r = run1(in);
+  cr_expect_eq(NCopiesIn, 3);
+  float want2[] = {0, 2, 4, 6};
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), want2[k]);
+  /* off: every run copies every input */
+  executor_set_keep_inputs(Ex, false);
+  run1(in);
+  run1(in);
+  cr_expect_eq(NCopiesIn, 7);
+}
+
+Test(runtime, keep_inputs_copies_an_aliased_input_every_run) {
+  real_h2d = Plat->copy_h2d;
+  Plat->copy_h2d = counting_h2d;
+  /* input_output_alias: the result doubles x in x's own buffer */
+  int x = param("f32[4]{0}", 16);
+  kernel(&Art->entry, "dbl4", 2, (BufSlice[]){sl(x, 0, 16), sl(x, 0, 16)});
+  output(sl(x, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  make_executor();
+  executor_set_keep_inputs(Ex, true);
+  Literal *in[] = {lit("1 2 3 -4", "f32[4]")};
+  NCopiesIn = 0;
+  float xs[] = {1, 2, 3, -4};
+  for (int run = 0; run < 3; run++) {
+    Literal *r = run1(in);
+    cr_expect_eq(NCopiesIn, run + 1);
+    for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), 2 * xs[k], "run %d", run);
+  }
+}
+
+/* A run without a result literal leaves the results on the device: the
+ * next run that asks for them gets its own. */
+Test(runtime, results_left_on_the_device) {
+  int a = param("f32[4]{0}", 16), b = param("f32[4]{0}", 16);
+  int o = alloc(16, 0);
+  kernel(&Art->entry, "add4", 3, (BufSlice[]){sl(a, 0, 16), sl(b, 0, 16), sl(o, 0, 16)});
+  output(sl(o, 0, 16), "f32[4]{0}");
+  Art->result_shape = "f32[4]{0}";
+  make_executor();
+  Literal *in[] = {lit("1 2 3 4", "f32[4]"), lit("10 20 30 40.5", "f32[4]")};
+  size_t before = arena_bytes_used(Out);
+  cr_assert(executor_run(Ex, in, Out, NULL, &D), "run: %s", D.msg ? D.msg : "?");
+  cr_expect_eq(arena_bytes_used(Out), before, "a run without a result allocated one");
+  Literal *r = run1(in);
+  float want[] = {11, 22, 33, 44.5f};
+  for (int k = 0; k < 4; k++) cr_expect_eq(f32_at(r, k), want[k]);
 }
