@@ -33,35 +33,8 @@ run=$bin/xhlo-run
 mk=$testbin/make_test_artifact
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+. tests/expect.sh   # ok, bad, expect; passed=0 failed=0
 
-# expect NAME STATUS PATTERN... -- command...: the command exits with STATUS
-# and its combined output contains every PATTERN.
-expect() {
-  local name=$1 want=$2 out rc pats=()
-  shift 2
-  while [ "$1" != -- ]; do pats+=("$1"); shift; done
-  shift
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    bad "$name: exit $rc, want $want"
-    printf '%s\n' "$out" | head -n 30 | sed 's/^/    /'
-    return
-  fi
-  for p in "${pats[@]}"; do
-    [ -z "$p" ] && continue
-    if ! printf '%s' "$out" | grep -qF -- "$p"; then
-      bad "$name: output lacks '$p'"
-      printf '%s\n' "$out" | head -n 30 | sed 's/^/    /'
-      return
-    fi
-  done
-  ok
-}
 
 for f in "$run" "$mk"; do
   if [ ! -x "$f" ]; then

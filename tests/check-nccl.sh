@@ -40,10 +40,7 @@ dir=testdata/collectives
 cc=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+. tests/expect.sh   # ok, bad, expect; passed=0 failed=0
 
 for f in "$run" "$xhloc" "$drv"; do
   if [ ! -x "$f" ]; then
@@ -260,29 +257,6 @@ machine and it has 2 GPUs; xhlo-run runs each process's device on a GPU of its o
 fi
 
 # ---- xhlo-run's messages ------------------------------------------------------------
-# expect NAME STATUS PATTERN... -- command...: exits with STATUS, prints every PATTERN.
-expect() {
-  local name=$1 want=$2 out rc pats=()
-  shift 2
-  while [ "$1" != -- ]; do pats+=("$1"); shift; done
-  shift
-  out=$("$@" 2>&1)
-  rc=$?
-  if [ "$rc" -ne "$want" ]; then
-    bad "$name: exit $rc, want $want"
-    printf '%s\n' "$out" | head -n 20 | sed 's/^/    /'
-    return
-  fi
-  for p in "${pats[@]}"; do
-    [ -z "$p" ] && continue
-    if ! printf '%s' "$out" | grep -qF -- "$p"; then
-      bad "$name: output lacks '$p'"
-      printf '%s\n' "$out" | head -n 20 | sed 's/^/    /'
-      return
-    fi
-  done
-  ok
-}
 P=$tmp/pmap_psum.thunks
 mapfile -t pio < <(io "$dir/pmap_psum")
 expect "too few GPUs" 1 "the module needs 4 devices (replica_count=1 x num_partitions=4) and" \

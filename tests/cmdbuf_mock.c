@@ -44,20 +44,8 @@ static void expect_order(const char *what, const char *log, const char *const *l
 /* out = 2 * ((x + y) + 1): params x (alloc 0), y (1); temps in alloc 2;
  * the output in alloc 3. */
 static Artifact *sample(void) {
-  Artifact *a = artifact_new();
+  Artifact *a = four_alloc_artifact("cb");
   Arena *ar = a->arena;
-  a->module_name = arena_strdup(ar, "cb");
-  a->target = arena_strdup(ar, "sm_90");
-  a->kernel_file = arena_strdup(ar, "cb.ptx");
-  a->result_shape = arena_strdup(ar, "f32[4]{0}");
-  a->nallocs = 4;
-  a->allocs = ARENA_ARRAY(ar, BufAlloc, 4);
-  for (int k = 0; k < 2; k++)
-    a->allocs[k] = (BufAlloc){.size = 16, .flags = ALLOC_PARAMETER, .param_number = k,
-                              .param_shape = arena_strdup(ar, "f32[4]{0}")};
-  a->allocs[2] = (BufAlloc){.size = 64, .flags = ALLOC_TEMP};
-  a->allocs[3] = (BufAlloc){.size = 16, .flags = ALLOC_OUTPUT,
-                            .output_shape = arena_strdup(ar, "f32[4]{0}")};
   ThunkSeq *cmds = ARENA_NEW(ar, ThunkSeq);
   cmds->n = 5;
   cmds->thunks = ARENA_ARRAY(ar, Thunk, 5);
@@ -143,7 +131,7 @@ static const char ptx[] = "// mock\n.visible .entry add4(\n.visible .entry scale
 /* One run with x = base + i, y = 10 * (i + 1); checks out = 2 * (x + y + 1).
  * Returns the run's driver log (the caller frees it), NULL when it failed
  * (*msg then holds the message, heap). */
-enum { PLAIN, GEMM, CONV };
+enum { PLAIN, GEMM, CONV, STREAMS };
 
 static char *run_with(Executor *ex, const char *what, float base, int lib, char **msg) {
   Arena *ar = arena_new();
@@ -158,6 +146,9 @@ static char *run_with(Executor *ex, const char *what, float base, int lib, char 
     ((float *)in[1]->data)[i] = y;
     want[i] = 2 * (x + y + 1);
   }
+  if (lib == STREAMS)
+    for (int i = 0; i < 4; i++)
+      want[i] = 3 * (((float *)in[0]->data)[i] + ((float *)in[1]->data)[i]);
   if (lib == CONV) {
     const float *x = (const float *)in[0]->data, *y = (const float *)in[1]->data;
     for (int i = 0; i < 4; i++) want[i] = 2 * ((x[i] + y[i]) * y[0]);
@@ -460,37 +451,6 @@ static Artifact *streams_sample(bool cb) {
   return a;
 }
 
-/* One run of streams_sample with x = i + 1, y = 10 (i + 1); checks
- * out = 3 (x + y) and returns the driver log (caller frees), NULL on
- * failure. */
-static char *run_streams(Executor *ex, const char *what) {
-  Arena *ar = arena_new();
-  Diag d = {0};
-  Shape *s = hlo_parse_shape(ar, "f32[4]{0}", &d);
-  Literal *in[2] = {literal_new(ar, s), literal_new(ar, s)};
-  for (int i = 0; i < 4; i++) {
-    ((float *)in[0]->data)[i] = (float)(i + 1);
-    ((float *)in[1]->data)[i] = 10.0f * (float)(i + 1);
-  }
-  free(take());
-  Literal *out = NULL;
-  bool ok = executor_run(ex, in, ar, &out, &d);
-  char *log = take();
-  if (!check(ok, "%s: the run failed: %s\n%s", what, d.msg ? d.msg : "", log)) {
-    diag_clear(&d);
-    arena_free(ar);
-    free(log);
-    return NULL;
-  }
-  const float *got = (const float *)out->data;
-  bool same = true;
-  for (int i = 0; i < 4; i++) same = same && got[i] == 33.0f * (float)(i + 1);
-  check(same, "%s: results %g %g %g %g, want 33 66 99 132", what, got[0], got[1], got[2],
-        got[3]);
-  arena_free(ar);
-  return log;
-}
-
 static void test_streams(const char *mockdir) {
   Diag d = {0};
   PlatformOptions o = {.lib_path = mockdir};
@@ -503,7 +463,7 @@ static void test_streams(const char *mockdir) {
     const char *what = cb ? "streams in a command buffer" : "streams";
     Executor *ex = setup(p, a, what);
     for (int r = 0; ex && r < 2; r++) {
-      char *log = run_streams(ex, what);
+      char *log = run_with(ex, what, 1, STREAMS, NULL);
       if (!log) break;
       if (cb && r == 1) {
         check(!strstr(log, "cuStreamWaitEvent") && count(log, "cuGraphLaunch") == 1,
@@ -542,7 +502,7 @@ static void test_streams(const char *mockdir) {
   if (check(p != NULL && !p->launch_group, "streams = 1: no launch_group")) {
     Artifact *a = streams_sample(false);
     Executor *ex = setup(p, a, "one stream");
-    char *log = ex ? run_streams(ex, "one stream") : NULL;
+    char *log = ex ? run_with(ex, "one stream", 1, STREAMS, NULL) : NULL;
     check(log && !strstr(log, "cuStreamWaitEvent"), "one stream: no stream waits:\n%s",
           log ? log : "");
     free(log);

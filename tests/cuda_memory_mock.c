@@ -44,20 +44,8 @@ static bool has(const char *msg, const char *part) { return msg && strstr(msg, p
 /* out = 2 * ((x + y) + 1): params x (alloc 0), y (1); temps in alloc 2;
  * the output in alloc 3.  Thunks add.1, one, add.2, copy, scale. */
 static Artifact *sample(void) {
-  Artifact *a = artifact_new();
+  Artifact *a = four_alloc_artifact("mem");
   Arena *ar = a->arena;
-  a->module_name = arena_strdup(ar, "mem");
-  a->target = arena_strdup(ar, "sm_90");
-  a->kernel_file = arena_strdup(ar, "mem.ptx");
-  a->result_shape = arena_strdup(ar, "f32[4]{0}");
-  a->nallocs = 4;
-  a->allocs = ARENA_ARRAY(ar, BufAlloc, 4);
-  for (int k = 0; k < 2; k++)
-    a->allocs[k] = (BufAlloc){.size = 16, .flags = ALLOC_PARAMETER, .param_number = k,
-                              .param_shape = arena_strdup(ar, "f32[4]{0}")};
-  a->allocs[2] = (BufAlloc){.size = 64, .flags = ALLOC_TEMP};
-  a->allocs[3] = (BufAlloc){.size = 16, .flags = ALLOC_OUTPUT,
-                            .output_shape = arena_strdup(ar, "f32[4]{0}")};
   ThunkSeq *s = &a->entry;
   s->n = 5;
   s->thunks = ARENA_ARRAY(ar, Thunk, 5);

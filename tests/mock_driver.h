@@ -95,4 +95,27 @@ MD_UNUSED static Thunk kernel(Arena *ar, const char *name, const char *annotatio
   return k;
 }
 
+/* An sm_90 artifact named `name` (kernel file NAME.ptx) with four
+ * allocations: parameters x (0) and y (1), f32[4]; a 64-byte temp (2); the
+ * f32[4] output (3).  No thunks, parameters or outputs yet. */
+MD_UNUSED static Artifact *four_alloc_artifact(const char *name) {
+  Artifact *a = artifact_new();
+  Arena *ar = a->arena;
+  char file[64];
+  snprintf(file, sizeof file, "%s.ptx", name);
+  a->module_name = arena_strdup(ar, name);
+  a->target = arena_strdup(ar, "sm_90");
+  a->kernel_file = arena_strdup(ar, file);
+  a->result_shape = arena_strdup(ar, "f32[4]{0}");
+  a->nallocs = 4;
+  a->allocs = ARENA_ARRAY(ar, BufAlloc, 4);
+  for (int k = 0; k < 2; k++)
+    a->allocs[k] = (BufAlloc){.size = 16, .flags = ALLOC_PARAMETER, .param_number = k,
+                              .param_shape = arena_strdup(ar, "f32[4]{0}")};
+  a->allocs[2] = (BufAlloc){.size = 64, .flags = ALLOC_TEMP};
+  a->allocs[3] = (BufAlloc){.size = 16, .flags = ALLOC_OUTPUT,
+                            .output_shape = arena_strdup(ar, "f32[4]{0}")};
+  return a;
+}
+
 #endif
