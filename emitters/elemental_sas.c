@@ -1,13 +1,14 @@
 /*
  * elemental_sas.c - select-and-scatter (max-pool backward) in the elemental
- * emitter, with lib/eval's (XLA's) semantics, as the value of one output
- * element (an element of the operand's shape):
+ * emitter, with lib/eval's semantics (XLA's CPU and GPU back ends'), as the
+ * value of one output element (an element of the operand's shape):
  *
  *   The interpreter walks the source elements s in row-major order; for
  *   each it scans s's window over the operand (row-major, skipping padding)
  *   keeping `best`, replaced by an element e whenever select(best, e) is
- *   false; then out[best] = scatter(source[s], out[best]), out starting as
- *   the init value everywhere.
+ *   false; then out[best] = scatter(out[best], source[s]), out starting as
+ *   the init value everywhere (XLA's evaluator passes scatter's operands
+ *   the other way round; its compiled back ends, which jax runs, this way).
  *
  * Output element o therefore is init combined, in row-major order of s,
  * with source[s] for every s whose window holds o and selects it.  Along a
@@ -190,7 +191,7 @@ LLVMValueRef cg_elemental_select_and_scatter(CgElemental *e, Codegen *cg, Diag *
     LLVMValueRef src = cg_elemental_emit(e, x->ops[1], sidx);
     ok = src != NULL;
     if (ok) {
-      LLVMValueRef args[2] = {src, LLVMBuildLoad2(b, cg_reg_type(cg, et), acc, "")}, r;
+      LLVMValueRef args[2] = {LLVMBuildLoad2(b, cg_reg_type(cg, et), acc, ""), src}, r;
       ok = cg_emit_scalar_comp(cg, x->called[1], 2, args, &r, d);
       if (ok)
         LLVMBuildStore(b, r, acc);

@@ -3,128 +3,16 @@
  * TreeReductionRewriter as XLA's CPU compiler runs it): on the host target,
  * a reduce with a reduced dimension longer than 32 first reduces windows of
  * up to 32 elements along every reduced dimension, then reduces the
- * partial results:
- *
- *   reduce(x, init), dimensions={1}       x: f16[64,512]
- *     ->  w = reduce-window(x, init), window={size=1x32 stride=1x32}
- *         reduce(w, init), dimensions={1}  w: f16[64,16]
- *
- * Each reduced dimension of length d gets a window and stride of
- * min(d, 32) and XLA's SAME padding (ceil(d / w) windows, the padding split
- * evenly, the odd element at the end); padding positions add nothing.
- * Repeated until every reduced dimension is at most 32, as XLA's
- * simplification fixed point does.  The numbers change, as in XLA: a long
- * f16 or bf16 sum loses much less to rounding, and an init value that is
- * not the reducer's identity is applied once per window and once more.
- *
- * Left alone, as XLA's CPU leaves them: variadic reduces, and the reduces
- * it gives its reduction library (jaxlib 0.10.2, found by compiling probes
- * and reading which reduces stay whole): f32 and f64 ones whose reducer is
- * add, maximum or minimum of its two parameters, over an input of at least
- * 4096 elements.  Nothing changes for the GPU target (XLA:GPU's own tree
- * rewriter splits rows by other rules).
+ * partial results (lib/hlo/tree_reduction.c says which reduces and how).
+ * Nothing changes for the GPU target (XLA:GPU's own tree rewriter splits
+ * rows by other rules).
  */
 #include "passes.h"
 
-#include "../lib/hlo/ir_edit.h"
-
-enum { TREE_WINDOW = 32, LIBRARY_MIN_ELEMENTS = 4096 };
-
-static bool is_param(const HloInstr *i, int n) {
-  return i->op == HLO_PARAMETER && i->param_number == n;
-}
-
-/* XLA's CPU hands this reduce to its reduction library. */
-static bool library_reduce(const HloInstr *r) {
-  const Shape *in = r->ops[0]->shape;
-  ElemType et = r->shape->et;
-  if ((et != ET_F32 && et != ET_F64) || r->ops[1]->shape->et != et ||
-      r->dims.n == 0 || shape_elements(in) < LIBRARY_MIN_ELEMENTS)
-    return false;
-  const HloInstr *root = r->called[0]->root;
-  if (root->op != HLO_ADD && root->op != HLO_MAXIMUM && root->op != HLO_MINIMUM)
-    return false;
-  return root->nops == 2 &&
-         ((is_param(root->ops[0], 0) && is_param(root->ops[1], 1)) ||
-          (is_param(root->ops[0], 1) && is_param(root->ops[1], 0)));
-}
-
-static bool reduced(const HloInstr *r, int d) {
-  for (int k = 0; k < r->dims.n; k++)
-    if (r->dims.v[k] == d)
-      return true;
-  return false;
-}
-
-static bool wants_rewrite(IrEdit *e, const HloInstr *r) {
-  if (r->op != HLO_REDUCE || r->nops != 2 || r->ncalled != 1 ||
-      !shape_is_array(r->shape) || !shape_is_array(r->ops[0]->shape) ||
-      ir_has_control_deps(e, r) || shape_is_dynamic(r->ops[0]->shape))
-    return false;
-  const Shape *in = r->ops[0]->shape;
-  bool long_dim = false;
-  for (int d = 0; d < in->rank; d++)
-    long_dim |= reduced(r, d) && in->dims[d] > TREE_WINDOW;
-  return long_dim && !library_reduce(r);
-}
-
-static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
-  Arena *a = ir_arena(e);
-  HloInstr *x = r->ops[0], *init = r->ops[1];
-  const Shape *in = x->shape;
-  Window *w = ARENA_NEW(a, Window);
-  w->ndims = in->rank;
-  w->dims = ARENA_ARRAY(a, WindowDim, in->rank > 0 ? in->rank : 1);
-  int64_t *dims = ARENA_ARRAY(a, int64_t, in->rank > 0 ? in->rank : 1);
-  for (int d = 0; d < in->rank; d++) {
-    WindowDim *wd = &w->dims[d];
-    *wd = (WindowDim){.size = 1, .stride = 1, .base_dilation = 1,
-                      .window_dilation = 1};
-    dims[d] = in->dims[d];
-    if (!reduced(r, d))
-      continue;
-    int64_t n = in->dims[d];
-    int64_t size = n < TREE_WINDOW ? n : TREE_WINDOW;
-    int64_t out = size > 0 ? (n + size - 1) / size : 0;
-    int64_t pad = out > 0 ? out * size - n : 0;
-    wd->size = size > 0 ? size : 1;
-    wd->stride = wd->size;
-    wd->pad_lo = pad / 2;
-    wd->pad_hi = pad - pad / 2;
-    dims[d] = out;
-  }
-  HloInstr *ops[2] = {x, init};
-  HloInstr *rw = ir_new(e, c, HLO_REDUCE_WINDOW,
-                        shape_array(a, in->et, in->rank, dims), 2, ops);
-  rw->window = w;
-  rw->ncalled = 1;
-  rw->called = ARENA_ARRAY(a, HloComp *, 1);
-  rw->called[0] = r->called[0];
-  HloInstr *nr = ir_reduce(e, c, rw, init, r->dims.n, r->dims.v, r->called[0]);
-  nr->shape = r->shape;
-  ir_replace(e, r, nr);
-}
+#include "../lib/hlo/tree_reduction.h"
 
 bool pass_tree_reduction_rewriter(HloModule *m, PassContext *ctx) {
   if (ctx->target != PASS_TARGET_HOST)
     return false;
-  IrEdit *e = ir_begin(m);
-  bool changed = false;
-  for (bool again = true; again;) {
-    again = false;
-    for (int ci = 0; ci < m->ncomps; ci++) {
-      HloComp *c = m->comps[ci];
-      if (c->fusion_instr)
-        continue;
-      int ninstrs = c->ninstrs;
-      for (int k = 0; k < ninstrs; k++) {
-        HloInstr *i = c->instrs[k];
-        if (ir_removed(i) || !wants_rewrite(e, i))
-          continue;
-        rewrite(e, c, i);
-        again = changed = true;
-      }
-    }
-  }
-  return ir_end(e, changed);
+  return hlo_tree_reductions(m);
 }

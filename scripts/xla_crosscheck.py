@@ -481,8 +481,8 @@ def caveats(text):
         notes.append("an all-gather on one device: where its shapes assume more "
                      "devices, XLA leaves their slots unwritten")
     if LOW_FLOAT_REDUCE.search(text):
-        notes.append("an f16/bf16 reduction: XLA's CPU reduces windows of 32 first, "
-                     "XLA's evaluator and the interpreter in one pass")
+        notes.append("an f16/bf16 reduction: both reduce in XLA's CPU order, but XLA's "
+                     "library fusions may round their intermediate values elsewhere")
     return " (%s)" % "; ".join(notes) if notes else ""
 
 

@@ -10,6 +10,7 @@
 set -u
 bin=${XHLOC_BIN:-build/bin}
 run=$bin/xhlo-run
+xhloc=$bin/xhloc
 fx=testdata/xhlo-run
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -168,6 +169,42 @@ expect "input budget" 1 "the inputs need 24 bytes, more than the memory budget o
 neg=$tmp/neg.hlo
 printf 'HloModule neg\n\nENTRY e {\n  p = f32[2,3] parameter(0)\n  ROOT n = f32[2,3] negate(p)\n}\n' >"$neg"
 expect "run budget" 1 "memory budget of 40 bytes exceeded" -- "$run" "$neg" --random-inputs --mem-budget=40
+
+# --- reduction order ---------------------------------------------------------------
+# A bf16 sum of 256 and 63 ones: in one pass every 256 + 1 rounds back to 256
+# (bf16 keeps 8 significant bits); in XLA's CPU order (windows of 32 first)
+# the second window's 32 ones add up exactly and 256 + 32 = 288 is a bf16.
+red=$tmp/red.hlo
+cat >"$red" <<'HLO'
+HloModule red
+
+add {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT s = bf16[] add(a, b)
+}
+
+ENTRY e {
+  p = bf16[64] parameter(0)
+  z = bf16[] constant(0)
+  ROOT r = bf16[] reduce(p, z), dimensions={0}, to_apply=add
+}
+HLO
+ones="256$(printf ' 1%.0s' $(seq 63))"
+expect "reduction order xla-cpu" 0 "" -- "$run" "$red" "--input=$ones" --expected-output=bf16=288 \
+  --atol=0 --rtol=0 --quiet
+expect "reduction order default" 0 "bf16[] 288" -- "$run" "$red" "--input=$ones"
+expect "reduction order in-order" 0 "bf16[] 256" -- "$run" "$red" "--input=$ones" \
+  --reduction-order=in-order
+expect "bad reduction order" 2 "bad value for --reduction-order: tree" -- "$run" "$red" \
+  "--input=$ones" --reduction-order=tree
+# --compare runs the interpreter in the same order as the host artifact
+if "$xhloc" --target=host "$red" -o "$tmp/red" >/dev/null 2>&1; then
+  expect "reduction order compare" 0 "" -- "$run" "$tmp/red.thunks" "--input=$ones" --compare \
+    --atol=0 --rtol=0 --quiet
+else
+  bad "xhloc --target=host $red"
+fi
 
 # --- usage -------------------------------------------------------------------------
 expect "help" 0 "usage: xhlo-run" -- "$run" --help

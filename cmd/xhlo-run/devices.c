@@ -141,6 +141,7 @@ static int compare_devices(const RunOpts *o, const Artifact *a, Dev *devs, int n
             "module of %d devices\n", ndev);
     goto out;
   }
+  interp_prepare(o, mods[0]);
   for (int k = 0; k < n; k++) {
     args[k] = io_entry_args(devs[k].out, mods[0]->entry, devs[k].leaf_vals);
     outs[k] = devs[k].out;

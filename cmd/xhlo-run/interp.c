@@ -2,7 +2,8 @@
  * interp.c - xhlo-run --platform=interpreter: parses and verifies HLO text
  * (a .hlo file, or the original HLO embedded in a .thunks artifact) and runs
  * its entry computation on the reference interpreter (lib/eval), within the
- * memory and time budgets.
+ * memory and time budgets, its reduces in XLA's CPU order unless
+ * --reduction-order=in-order.
  *
  * A module with replica_count x num_partitions > 1 runs on that many
  * devices (threads, meeting at collectives).  Each device d takes its own
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../lib/hlo/tree_reduction.h"
 #include "xhlo_run.h"
 
 /* Half the physical memory: the default memory budget. */
@@ -51,6 +53,10 @@ static void devio_free(DevIo *io) {
   if (io->out) arena_free(io->out);
 }
 
+void interp_prepare(const RunOpts *o, HloModule *m) {
+  if (!o->reduce_in_order) hlo_tree_reductions(m);
+}
+
 int run_interpreter(const RunOpts *o, const SrcFile *src) {
   int status = 1;
   Diag d = {0};
@@ -71,6 +77,7 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   }
   HloModule *m = mods[0];
   if (!hlo_verify(m, &d)) goto diag_out;
+  interp_prepare(o, m);
   const HloComp *entry = m->entry;
   if (!entry) {
     fprintf(stderr, "xhlo-run: %s: the module has no entry computation\n", path);

@@ -9,6 +9,7 @@
  *            [--profile]
  *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
  *            [--tf32=on|off] [--streams=N] [--sync-each-thunk]
+ *            [--reduction-order=xla-cpu|in-order]
  *
  * Option parsing and the choice of runner only: interp.c, thunks.c and
  * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
@@ -142,6 +143,13 @@ static const char usage_text[] =
   "  --mem-budget=BYTES     refuse inputs and runs that need more memory than\n"
   "                         this (default: half the machine's memory)\n"
   "  --time-budget=SECONDS  refuse to interpret longer than this (default none)\n"
+  "  --reduction-order=xla-cpu|in-order  the interpreter's reduces (also\n"
+  "                         --compare's): xla-cpu (the default) reduces as\n"
+  "                         XLA's CPU compiler orders it (tree-reduction-\n"
+  "                         rewriter: windows of 32 first, then the partial\n"
+  "                         results), so f16/bf16 sums match XLA's CPU and the\n"
+  "                         host artifact; in-order: one pass over the input in\n"
+  "                         row-major order, as XLA's evaluator does\n"
   "  --quiet                do not print results\n"
   "  --help                 this text\n"
   "  --version              the version\n"
@@ -165,7 +173,7 @@ enum {
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
   OPT_COMMAND_BUFFERS, OPT_TF32, OPT_STREAMS, OPT_SYNC_EACH, OPT_DEVICE_RESIDENT,
-  OPT_TRACE,
+  OPT_TRACE, OPT_REDUCTION_ORDER,
 };
 
 static const struct option long_opts[] = {
@@ -193,6 +201,7 @@ static const struct option long_opts[] = {
   {"streams", required_argument, 0, OPT_STREAMS},
   {"sync-each-thunk", no_argument, 0, OPT_SYNC_EACH},
   {"device-resident", no_argument, 0, OPT_DEVICE_RESIDENT},
+  {"reduction-order", required_argument, 0, OPT_REDUCTION_ORDER},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
   {0, 0, 0, 0},
@@ -306,6 +315,11 @@ int main(int argc, char **argv) {
       if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
         usage_error("bad value for --tf32: %s (on or off)", optarg);
       ro.no_tf32 = strcmp(optarg, "off") == 0;
+      break;
+    case OPT_REDUCTION_ORDER:
+      if (strcmp(optarg, "xla-cpu") != 0 && strcmp(optarg, "in-order") != 0)
+        usage_error("bad value for --reduction-order: %s (xla-cpu or in-order)", optarg);
+      ro.reduce_in_order = strcmp(optarg, "in-order") == 0;
       break;
     case OPT_SYNC_EACH: ro.sync_each_thunk = true; break;
     case OPT_DEVICE_RESIDENT: ro.device_resident = true; break;

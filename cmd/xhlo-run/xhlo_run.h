@@ -25,6 +25,7 @@ typedef struct RunOpts {
   uint64_t seed;
   double atol, rtol, time_budget;
   int64_t mem_budget;
+  bool reduce_in_order;           /* --reduction-order=in-order */
   /* compiled artifacts */
   const char *platform;           /* "host", "cuda", "interpreter"; NULL: the
                                      artifact's target */
@@ -52,6 +53,10 @@ typedef struct RunOpts {
 /* Runs the entry computation of the HLO text in src on the interpreter;
  * returns the exit status. */
 int run_interpreter(const RunOpts *o, const SrcFile *src);
+/* A parsed and verified module made ready for the interpreter: its reduces
+ * put in XLA's CPU order (lib/hlo/tree_reduction.c) unless
+ * --reduction-order=in-order. */
+void interp_prepare(const RunOpts *o, HloModule *m);
 
 /*
  * thunks.c

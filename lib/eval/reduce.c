@@ -9,7 +9,9 @@
  * positions that fall into padding or between dilated elements (they add
  * nothing, not the init value).  Select-and-scatter keeps the first element
  * of the window and replaces it whenever select(current, next) is false, then
- * applies scatter(source, output) at the selected position.
+ * applies scatter(output, source) at the selected position: the order of
+ * XLA's CPU and GPU back ends (XLA's evaluator calls scatter(source, output);
+ * the two differ only for a scatter that is not commutative).
  *
  * A reducer of the form `op(p0, p1)` on f32/f64/32- and 64-bit integers runs
  * as a native loop; everything else goes through scalar.c.
@@ -443,7 +445,9 @@ EvalValue *eval_select_and_scatter(Eval *ev, const HloInstr *i,
       if (!keep) best = li;
     } while (bump(w.rank, w.size, wpos));
     if (ok && best >= 0) {
-      const uint8_t *args[2] = {a[1]->data + si * eb, r->data + best * eb};
+      /* scatter(current output, source), as XLA's CPU and GPU back ends
+       * call it (XLA's evaluator passes them the other way round) */
+      const uint8_t *args[2] = {r->data + best * eb, a[1]->data + si * eb};
       uint8_t *outs[1] = {r->data + best * eb};
       if (!scalar_fn_apply(ev, sca, args, outs)) ok = false;
     }

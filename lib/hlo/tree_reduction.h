@@ -1,0 +1,14 @@
+/*
+ * tree_reduction.h - XLA's CPU reduction order as an HLO rewrite (see
+ * tree_reduction.c).
+ */
+#ifndef XHLO_TREE_REDUCTION_H
+#define XHLO_TREE_REDUCTION_H
+
+#include "hlo.h"
+
+/* Rewrites every reduce of m that XLA's CPU reduces as a tree into
+ * reduce-window + reduce, to a fixed point; whether anything changed. */
+bool hlo_tree_reductions(HloModule *m);
+
+#endif
