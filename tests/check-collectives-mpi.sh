@@ -7,16 +7,16 @@
 # on the interpreter and compiled for the host (and again with the whole
 # pipeline forced where that makes asynchronous collectives, exchanged on a
 # background thread), and every device must match XLA's results, as in
-# check-collectives.sh with threads.  A partitioned program takes global
-# inputs and gives its global results once (gathered by the first
-# process).  Then what must fail does, with its message and never a hang: devices that run different
-# collectives, a job of another size than the module's devices, a missing
-# libmpi.
+# check-collectives.sh with threads.  Then what must fail does, with its
+# message and never a hang: devices that run different collectives, a job
+# of another size than the module's devices, a missing libmpi.
+# check-spmd.sh runs the cases of testdata/spmd/ under mpirun too (global
+# inputs cut per process, global results gathered by the first).
 #
 # OpenMPI (openmpi-bin, libopenmpi-dev) comes from scripts/setup.sh; without
-# mpirun this check fails, saying so.  The job stays on this machine:
-# shared memory between the processes, the launcher's own wiring on
-# loopback.  Run from the repository root; binaries in ${XHLOC_BIN:-build/bin}.
+# mpirun this check fails, saying so.  The job stays on this machine
+# (tests/mpi.sh: the launcher's options).  Run from the repository root;
+# binaries in ${XHLOC_BIN:-build/bin}.
 set -u
 bin=${XHLOC_BIN:-build/bin}
 dir=${XHLOC_COLLECTIVES_TESTDATA:-testdata/collectives}
@@ -25,9 +25,10 @@ xhloc=$bin/xhloc
 passed=0
 failed=0
 
-if ! command -v mpirun >/dev/null 2>&1; then
-  echo "check-collectives-mpi: FAIL: mpirun is missing: install OpenMPI with" \
-    "scripts/setup.sh (Debian's openmpi-bin and libopenmpi-dev)"
+. tests/mpi.sh   # mpi, have_mpirun, mpi_missing, mpi_brief
+
+if ! have_mpirun; then
+  echo "check-collectives-mpi: FAIL: $mpi_missing"
   echo "0 passed, 1 failed"
   exit 1
 fi
@@ -39,24 +40,13 @@ for b in "$run" "$xhloc"; do
   fi
 done
 
-# Under the sanitizers (make asan) no leak check here: OpenMPI keeps what
-# MPI_Init allocated past MPI_Finalize, in components it has unloaded by
-# then (frames LeakSanitizer cannot name, so no suppression matches them).
-# The same code without MPI is leak-checked by check-collectives.sh.
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-
-# As root OpenMPI wants --allow-run-as-root; --oversubscribe lets 4
-# processes share fewer cores.
-mpi=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
-     --mca oob_tcp_if_include lo)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 fail() { # what, output
   failed=$((failed + 1))
   echo "FAIL: $1:"
-  printf '%s\n' "$2" | grep -v '^---\|^Primary job\|^a non-zero\|^mpirun detected\|^the job\|^ *Process name\|^ *Exit code\|^$' |
-    head -n 8 | sed 's/^/    /'
+  printf '%s\n' "$2" | mpi_brief
 }
 
 # The compiled cases xhloc refuses, as in check-collectives.sh.
@@ -126,32 +116,6 @@ if [ $? -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c 'output 0: ok$')" -eq 4 ]
   passed=$((passed + 1))
 else
   fail "--compare under mpirun" "$out"
-fi
-
-# A partitioned program's global inputs and results: each process cuts its
-# own device's shards, the first gathers the devices' results and checks the
-# global ones (xhloc's partitions of testdata/spmd/gather_embed, whose
-# result is cut in 4 along its rows; on the interpreter and compiled for
-# the host).
-spmd=testdata/spmd/gather_embed
-gargs=()
-k=0
-while [ -f "$spmd/in$k.npy" ]; do gargs+=("--input=@$spmd/in$k.npy"); k=$((k + 1)); done
-gargs+=("--expected-output=@$spmd/out0.npy")
-if "$xhloc" --stage=hlo "$spmd/global.hlo" -o "$tmp/spmd.hlo" >/dev/null 2>&1 &&
-   "$xhloc" --target=host "$spmd/global.hlo" -o "$tmp/spmd" >/dev/null 2>&1; then
-  for art in "$tmp/spmd.hlo" "$tmp/spmd.thunks"; do
-    out=$(timeout 120 "${mpi[@]}" -np 4 "$run" "$art" "${gargs[@]}" --atol=1e-4 --rtol=1e-4 2>&1)
-    rc=$?
-    # one process writes the global result, once
-    if [ "$rc" -eq 0 ] && [ "$(printf '%s\n' "$out" | grep -c '^f32\[8,8\]')" -eq 1 ]; then
-      passed=$((passed + 1))
-    else
-      fail "global results of $art under mpirun -np 4 (exit $rc)" "$out"
-    fi
-  done
-else
-  fail "xhloc on $spmd/global.hlo" ""
 fi
 
 expect_fail() { # what, message, command...

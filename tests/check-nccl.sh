@@ -167,17 +167,13 @@ if [ "${#forced[@]}" -ge 31 ]; then ok; else
 fi
 
 # ---- under mpirun: one GPU per process --------------------------------------------
-if ! command -v mpirun >/dev/null 2>&1; then
-  bad "mpirun is missing: install OpenMPI with scripts/setup.sh (Debian's openmpi-bin" \
-    "and libopenmpi-dev)"
+. tests/mpi.sh   # mpi, have_mpirun, mpi_missing
+if ! have_mpirun; then
+  bad "$mpi_missing"
 else
-  # (as in check-collectives-mpi.sh: no leak check of OpenMPI's processes
-  # under the sanitizers; -x passes each variable to every process)
-  mpienv=(ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-          LD_LIBRARY_PATH="$LD_LIBRARY_PATH")
-  mpirun=(mpirun --allow-run-as-root --oversubscribe --mca btl self,vader
-          --mca oob_tcp_if_include lo -x ASAN_OPTIONS -x LD_LIBRARY_PATH -x MOCK_CUDA_DEVICES
-          -x MOCK_NCCL_DIR)
+  # (tests/mpi.sh's launcher; -x passes each variable to every process)
+  mpienv=(LD_LIBRARY_PATH="$LD_LIBRARY_PATH")
+  mpirun=("${mpi[@]}" -x ASAN_OPTIONS -x LD_LIBRARY_PATH -x MOCK_CUDA_DEVICES -x MOCK_NCCL_DIR)
   # on_mpi NAME NP GPUS ARTIFACT ARGS...: mpirun -np NP xhlo-run on GPUS mock
   # GPUs per machine, NCCL's INFO lines on; output in $out, status in $rc
   on_mpi() {

@@ -10,6 +10,12 @@
 #       puts the global results together, which must be XLA's out{K}.npy;
 #       the same compiled for the host (with --compare: every device against
 #       the interpreter on the partitioned program).
+# Each of those four runs (devices as threads of one process) runs again
+# under `mpirun -np 4` on loopback (tests/mpi.sh), one device per process,
+# the collectives through MPI: every process cuts its own device's shards
+# of the global inputs; in (a) each prints and checks its own device's
+# results, in (b) the first gathers the devices' results and prints and
+# checks the global ones, once.  Without mpirun that part fails, saying so.
 # XLA:CPU's own forms the host back end refuses are listed (xla_refused):
 # it must refuse them with that message.
 # The partitioned programs must hold the collectives the case is about
@@ -27,6 +33,7 @@ passed=0
 failed=0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. tests/mpi.sh   # mpi, have_mpirun, mpi_missing, mpi_brief
 
 # The collective each partitioned program must contain.
 declare -A wants=(
@@ -64,6 +71,50 @@ for x in "$xhloc" "$run"; do
   fi
 done
 
+# both WHAT ARTIFACT per|global [ARG...]: the case's global inputs with
+# XLA's results (per device, or global) to check, the devices as threads of
+# this process (with ARGs), then under mpirun -np 4, one device per process.
+# There, per device, every device's results are printed once, each by its
+# own process; global, the results are printed once (a line naming their
+# shape for each), by the first process, and no device's.
+mpi_runs=0
+both() {
+  local what=$1 art=$2 form=$3 rc want
+  shift 3
+  if [ "$form" = per ]; then want=("${per[@]}"); else want=("${glob[@]}"); fi
+  if timeout 120 "$run" "$art" "${ins[@]}" "${want[@]}" "${tol[@]}" --quiet "$@" \
+       >"$tmp/err" 2>&1; then
+    ok
+  else
+    bad "$case: $what"
+  fi
+  [ -n "$have_mpi" ] || return 0
+  mpi_runs=$((mpi_runs + 1))
+  timeout 120 "${mpi[@]}" -np 4 "$run" "$art" "${ins[@]}" "${want[@]}" "${tol[@]}" \
+    >"$tmp/out" 2>"$tmp/mpierr"
+  rc=$?
+  mpi_brief <"$tmp/mpierr" | sed 's/^    //' >"$tmp/err"
+  if [ "$rc" -ne 0 ]; then
+    bad "$case: $what, under mpirun -np 4 (exit $rc)"
+  elif [ "$form" = per ] &&
+       [ "$(grep -oE 'device [0-9]+ \(replica' "$tmp/out" | sort | uniq -u | wc -l)" -ne 4 ]; then
+    bad "$case: $what, under mpirun -np 4: not every device's results, each once"
+  elif [ "$form" = global ] &&
+       { [ "$(grep -cE '^[a-z][a-z0-9]*\[[0-9,]*\]' "$tmp/out")" -ne ${#glob[@]} ] ||
+         grep -q 'device [0-9]' "$tmp/out"; }; then
+    bad "$case: $what, under mpirun -np 4: its global results (${#glob[@]}) not printed once"
+  else
+    ok
+  fi
+}
+have_mpi=
+if have_mpirun; then
+  have_mpi=1
+else
+  : >"$tmp/err"
+  bad "$mpi_missing"
+fi
+
 ncases=0
 for case in "$dir"/*/; do
   case=${case%/}
@@ -86,11 +137,7 @@ for case in "$dir"/*/; do
   fi
 
   # (a) XLA's per-device program, global inputs
-  if "$run" "$case/xla.hlo" "${ins[@]}" "${per[@]}" "${tol[@]}" --quiet >"$tmp/err" 2>&1; then
-    ok
-  else
-    bad "$case: XLA's program on the interpreter"
-  fi
+  both "XLA's program on the interpreter" "$case/xla.hlo" per
   refuse=${xla_refused[$name]:-}
   if [ -n "$refuse" ]; then
     if ! "$xhloc" --target=host "$case/xla.hlo" -o "$tmp/x_$name" >"$tmp/err" 2>&1 &&
@@ -99,20 +146,17 @@ for case in "$dir"/*/; do
     else
       bad "$case: XLA's program: the host back end should refuse it with '$refuse'"
     fi
-  elif "$xhloc" --target=host "$case/xla.hlo" -o "$tmp/x_$name" >"$tmp/err" 2>&1 &&
-     timeout 120 "$run" "$tmp/x_$name.thunks" "${ins[@]}" "${per[@]}" "${tol[@]}" --quiet \
-       >"$tmp/err" 2>&1; then
-    ok
+  elif "$xhloc" --target=host "$case/xla.hlo" -o "$tmp/x_$name" >"$tmp/err" 2>&1; then
+    both "XLA's program compiled for the host" "$tmp/x_$name.thunks" per
   else
-    bad "$case: XLA's program compiled for the host"
+    bad "$case: XLA's program: xhloc --target=host"
   fi
 
   # (b) the global program partitioned by xhloc
-  if "$xhloc" --stage=hlo "$case/global.hlo" -o "$tmp/$name.hlo" >"$tmp/err" 2>&1 &&
-     "$run" "$tmp/$name.hlo" "${ins[@]}" "${glob[@]}" "${tol[@]}" --quiet >"$tmp/err" 2>&1; then
-    ok
+  if "$xhloc" --stage=hlo "$case/global.hlo" -o "$tmp/$name.hlo" >"$tmp/err" 2>&1; then
+    both "partitioned by xhloc, on the interpreter" "$tmp/$name.hlo" global
   else
-    bad "$case: partitioned by xhloc, on the interpreter"
+    bad "$case: the global program: xhloc --stage=hlo"
   fi
   want=${wants[$name]:-}
   if [ -n "$want" ]; then
@@ -123,12 +167,10 @@ for case in "$dir"/*/; do
       bad "$case: the partitioned program has no $want"
     fi
   fi
-  if "$xhloc" --target=host "$case/global.hlo" -o "$tmp/g_$name" >"$tmp/err" 2>&1 &&
-     timeout 120 "$run" "$tmp/g_$name.thunks" "${ins[@]}" "${glob[@]}" "${tol[@]}" --quiet \
-       --compare >"$tmp/err" 2>&1; then
-    ok
+  if "$xhloc" --target=host "$case/global.hlo" -o "$tmp/g_$name" >"$tmp/err" 2>&1; then
+    both "partitioned by xhloc, compiled for the host" "$tmp/g_$name.thunks" global --compare
   else
-    bad "$case: partitioned by xhloc, compiled for the host"
+    bad "$case: the global program: xhloc --target=host"
   fi
 done
 if [ "$ncases" -lt 13 ]; then
@@ -158,6 +200,7 @@ else
   bad "a wrong global input to $case: the message names the shapes"
 fi
 
+echo "check-spmd: $ncases cases, $mpi_runs runs under mpirun -np 4"
 echo "check-spmd: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
