@@ -15,7 +15,11 @@ module each) this:
     inputs;
   - compares both with XLA's results: integers and pred bit-exact, floats
     within atol + rtol*|xla| by element type, NaN positions and infinities
-    the same.
+    the same;
+  - on a mismatch, runs XLA's executable again on the same inputs: when XLA
+    does not give the same bits twice (a GetRngSeed, memory it leaves
+    unwritten), the module has no reference and is counted apart from the
+    modules XLA ran.
 Prints one row per module and a summary with every failure reason grouped.
 Run through scripts/xla-crosscheck, which makes the venv with jax.
 """
@@ -202,6 +206,8 @@ def xla_run_one(req, jax, hlo, xla_client, _jax):
                                       xla_client.CompileOptions())
     bufs = [jax.device_put(x, dev) for x in inputs]
     res = exe.execute_sharded(bufs).disassemble_into_single_device_arrays()
+    LAST.clear()
+    LAST.update(exe=exe, inputs=inputs, dev=dev, first=[np.asarray(r[0]).copy() for r in res])
     outs = []
     for k, r in enumerate(res):
         a = np.asarray(r[0])
@@ -213,6 +219,32 @@ def xla_run_one(req, jax, hlo, xla_client, _jax):
         save_npy(p, a)
         outs.append({"path": p, "dtype": a.dtype.name})
     return {"status": "ok", "inputs": paths, "outputs": outs}
+
+
+# The worker's last module: its executable, inputs and first results, for
+# a rerun that asks whether XLA gives the same results twice.
+LAST = {}
+
+
+def same_bits(a, b):
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind == "f" or a.dtype.kind == "c":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return a.tobytes() == b.tobytes()
+
+
+def xla_rerun(jax):
+    """Runs the last module again on fresh copies of the same inputs: are
+    XLA's results the same bits?"""
+    if not LAST:
+        return {"status": "fail", "reason": "nothing to rerun"}
+    bufs = [jax.device_put(x, LAST["dev"]) for x in LAST["inputs"]]
+    res = LAST["exe"].execute_sharded(bufs).disassemble_into_single_device_arrays()
+    again = [np.asarray(r[0]) for r in res]
+    same = len(again) == len(LAST["first"]) and all(
+        same_bits(a, b) for a, b in zip(again, LAST["first"]))
+    return {"status": "ok", "same": same}
 
 
 def xla_worker():
@@ -228,7 +260,11 @@ def xla_worker():
     for line in sys.stdin:
         req = json.loads(line)
         try:
-            ans = xla_run_one(req, jax, hlo, xla_client, _jax)
+            if req.get("rerun"):
+                ans = xla_rerun(jax)
+            else:
+                LAST.clear()
+                ans = xla_run_one(req, jax, hlo, xla_client, _jax)
         except Exception as e:  # one module's failure is an answer, not an exit
             ans = {"status": "fail", "reason": xla_error(e)}
         out.write(json.dumps(ans) + "\n")
@@ -559,17 +595,25 @@ def check_module(args, worker, name, text, work):
     if not ok:
         row.host, row.host_reason = ("TIMEOUT" if why == "timeout" else "NOCOMPILE"), \
             ("compile: " + why)
-        return row
-    outs = outputs("host")
-    ok, why = run_tool([args.xhlo_run, prefix + ".thunks", "--platform=host", "--quiet"] + ins +
-                       ["--output=@" + o for o in outs], args.timeout)
-    if ok:
-        ok, why, kind = compare_all(outs, xla_outs, args.tolerance)
-        row.host, row.host_reason = ("ok", "") if ok else \
-            ("MISMATCH", "mismatch: %s%s" % (kind, note))
-        row.detail += ("; " if row.detail else "") + "host " + why
     else:
-        row.host, row.host_reason = ("TIMEOUT" if why == "timeout" else "FAIL"), ("run: " + why)
+        outs = outputs("host")
+        ok, why = run_tool([args.xhlo_run, prefix + ".thunks", "--platform=host", "--quiet"] +
+                           ins + ["--output=@" + o for o in outs], args.timeout)
+        if ok:
+            ok, why, kind = compare_all(outs, xla_outs, args.tolerance)
+            row.host, row.host_reason = ("ok", "") if ok else \
+                ("MISMATCH", "mismatch: %s%s" % (kind, note))
+            row.detail += ("; " if row.detail else "") + "host " + why
+        else:
+            row.host, row.host_reason = ("TIMEOUT" if why == "timeout" else "FAIL"), \
+                ("run: " + why)
+    # a mismatch against results XLA itself does not repeat is no mismatch
+    # and no match: XLA gives no reference for the module
+    if row.interp == "MISMATCH" or row.host == "MISMATCH":
+        again = worker.run({"rerun": True}, args.timeout)
+        if again.get("status") == "ok" and not again["same"]:
+            row.xla, row.xla_reason = "NOREF", \
+                "XLA's results differ between two runs on the same inputs"
     if args.save_sample and row.interp == "ok" and row.host == "ok":
         save_sample(args.save_sample, name, src, ans, xla_outs, args.tolerance)
     return row
@@ -631,10 +675,11 @@ def summarize(rows, out):
     host_compiled = sum(r.host == "ok" or not r.host_reason.startswith("compile") for r in ran)
     skipped = [r for r in rows if r.xla == "skip"]
     xfail = [r for r in rows if r.xla == "FAIL"]
+    noref = [r for r in rows if r.xla == "NOREF"]
     p = lambda s="": print(s, file=out)
     p()
-    p("summary: %d modules; %d skipped; XLA failed on %d; XLA ran %d" %
-      (n, len(skipped), len(xfail), len(ran)))
+    p("summary: %d modules; %d skipped; XLA failed on %d; XLA ran %d (and %d more whose "
+      "results XLA does not repeat)" % (n, len(skipped), len(xfail), len(ran), len(noref)))
     p("  interpreter matches XLA: %d of %d (%s)" % (interp_ok, len(ran), pct(interp_ok, len(ran))))
     p("  host compiles: %d of %d (%s); compiles and matches XLA: %d of %d (%s)" %
       (host_compiled, len(ran), pct(host_compiled, len(ran)), host_ok, len(ran),
@@ -652,6 +697,9 @@ def summarize(rows, out):
             p("        e.g. %s" % ex)
     group("skipped", [(r.name, r.xla_reason) for r in skipped])
     group("XLA failures", [(r.name, r.xla_reason) for r in xfail])
+    group("no reference: XLA's results differ between two runs on the same inputs "
+          "(the xhloc mismatch shown)",
+          [(r.name, r.interp_reason if r.interp != "ok" else r.host_reason) for r in noref])
     group("interpreter failures (of the modules XLA ran)",
           [(r.name, r.interp_reason) for r in ran if r.interp != "ok"])
     group("host failures (of the modules XLA ran)",
