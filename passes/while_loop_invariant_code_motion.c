@@ -90,6 +90,23 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
       ninv++;
     }
   }
+  /* A constant, or data movement of constants alone (its broadcast,
+   * reshape, ...): like XLA, where it feeds a hoisted instruction it is
+   * copied out with it while the body keeps its own.  A state element
+   * carrying a constant is what while-loop-constant-sinking undoes, and
+   * the two passes would take turns forever. */
+  uint8_t *consts = xcalloc((size_t)(hi - lo) + 1, 1);
+  for (int k = 0; k < no; k++) {
+    HloInstr *i = order[k];
+    if (!inv[i->id - lo])
+      continue;
+    bool all = i->op == HLO_CONSTANT ||
+               (cheap(i->op) && i->op != HLO_IOTA && i->op != HLO_GET_TUPLE_ELEMENT &&
+                i->nops > 0);
+    for (int j = 0; j < i->nops && all; j++)
+      all = i->ops[j]->parent == body && consts[i->ops[j]->id - lo];
+    consts[i->id - lo] = all;
+  }
   /* Worth hoisting: a non-cheap invariant instruction, and what feeds it
    * (walk backwards so feeders are marked after their users). */
   bool any = false;
@@ -102,13 +119,14 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
     int nu = ir_users(e, i, &us);
     for (int j = 0; j < nu && !feeds; j++)
       feeds = inv[us[j]->id - lo] == 2;
-    bool own = !cheap(i->op) && !(i->op == HLO_GET_TUPLE_ELEMENT);
+    bool own = !cheap(i->op) && i->op != HLO_GET_TUPLE_ELEMENT;
     if (own || (feeds && i->op != HLO_GET_TUPLE_ELEMENT)) {
       inv[i->id - lo] = 2;
       any |= own;
     }
   }
   if (!any || ninv == 0) {
+    free(consts);
     free(inv);
     free(order);
     return false;
@@ -135,11 +153,12 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
     clone[i->id - lo] = ir_clone(e, c, i, NULL, ops.len, ops.data);
   }
   vec_free(&ops);
-  /* The values the rest of the body still reads become state elements. */
+  /* The values the rest of the body still reads become state elements,
+   * except those made from constants alone: the body keeps its own. */
   Vec(HloInstr *) out = {0}; /* hoisted body instructions still used */
   for (int k = 0; k < no; k++) {
     HloInstr *i = order[k];
-    if (inv[i->id - lo] != 2)
+    if (inv[i->id - lo] != 2 || consts[i->id - lo])
       continue;
     HloInstr **us;
     int nu = ir_users(e, i, &us);
@@ -164,13 +183,17 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   param->shape = shape_clone(a, state);
   cond->params[0]->shape = shape_clone(a, state);
   HloInstr **root_ops = ARENA_ARRAY(a, HloInstr *, nn);
-  for (int k = 0; k < n; k++)
-    root_ops[k] = root->ops[k];
   for (int k = 0; k < out.len; k++) {
     HloInstr *g = ir_gte(e, body, param, n + k);
     ir_replace_all_uses(e, out.data[k], g);
     root_ops[n + k] = g;
   }
+  /* read after the replacements: a hoisted value that the body returned
+   * as an element is now returned from its new state element (taking the
+   * root's operands before would keep the body computing it, and the
+   * next run would hoist it again) */
+  for (int k = 0; k < n; k++)
+    root_ops[k] = root->ops[k];
   HloInstr *nr = ir_tuple(e, body, nn, root_ops);
   body->root = nr;
   ir_remove_dead(e, root);
@@ -213,6 +236,7 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   free(users);
   vec_free(&out);
   free(clone);
+  free(consts);
   free(inv);
   free(order);
   return true;
