@@ -113,10 +113,11 @@ bool sdy_tiling(Arena *a, const SdyMeshes *ms, const char *text, int rank,
 bool sdy_tiling_per_value(Arena *a, const SdyMeshes *ms, const char *text,
                           int k, const Shape *s, int64_t ndev, Tiling **out,
                           char *why, size_t nwhy);
-/* #sdy<manual_axes{"x"}>: whether the axes named are all of the mesh's
- * (a shard_map over every axis); false with the reason when not. */
-bool sdy_manual_all(const SdyMeshes *ms, const char *text, char *why,
-                    size_t nwhy);
+/* #sdy<manual_axes{"x"}>: readable, and naming axes of the module's
+ * meshes (all of a mesh's, or some: a partly manual shard_map); false with
+ * the reason when not. */
+bool sdy_manual_axes_valid(const SdyMeshes *ms, const char *text, char *why,
+                           size_t nwhy);
 
 /*
  * spmd_rules.c: how shardings pass through an instruction.

@@ -47,6 +47,18 @@ Shd *shd_manual(Arena *a, const Shape *s, int64_t ndev) {
 }
 
 /* Leaves of a tuple sharding are flattened, as XLA keeps them. */
+/* last_tile_dims={manual, ...}: a value of a shard_map over some of the
+ * mesh's axes (GSPMD's form), computed whole on every device of the others
+ * as a manual value (its tiles over those only guide XLA's partitioner). */
+static bool partly_manual(const Sharding *sh) {
+  if (sh->kind != SHARD_TILED)
+    return false;
+  for (int k = 0; k < sh->nlast_tile_dims; k++)
+    if (strcmp(sh->last_tile_dims[k], "manual") == 0)
+      return true;
+  return false;
+}
+
 static bool from_leaves(Arena *a, const Sharding *sh, int *next,
                         const Shape *s, int64_t ndev, Shd **out, char *why,
                         size_t nwhy) {
@@ -73,6 +85,8 @@ static bool from_leaves(Arena *a, const Sharding *sh, int *next,
   Tiling *t;
   if (!shape_is_array(s))
     t = tiling_replicated(a, 0, ndev);
+  else if (partly_manual(leaf))
+    t = tiling_manual(a, rank, ndev);
   else if (!tiling_from_sharding(a, leaf, rank, ndev, &t, why, nwhy))
     return false;
   *out = shd_array(a, t);

@@ -70,6 +70,9 @@ declare -A wants=(
   [mesh2_all_to_all_a]="all-to-all( {{0,2},{1,3}}"
   [mesh2_all_to_all_b]="all-to-all( {{0,1},{2,3}}"
   [mesh2_axis_index]="partition-id("
+  [mesh2_partial_psum_a]="all-reduce( {{0,2},{1,3}}"
+  [mesh2_partial_all_gather_b]="all-gather( {{0,1},{2,3}}"
+  [gspmd_mesh2_partial_psum_a]="all-reduce( {{0,2},{1,3}}"
   [gspmd_mesh2_psum_a]="all-reduce( {{0,2},{1,3}}"
   [gspmd_mesh2_all_gather_b]="all-gather( {{0,1},{2,3}}"
   [jit_reshard_all_to_all]="all-to-all( {{0,1,2,3}}"
@@ -172,9 +175,9 @@ for case in "$dir"/*/; do
     bad "$case: partitioned by xhloc, compiled for the host"
   fi
 done
-if [ "$ncases" -lt 47 ]; then
+if [ "$ncases" -lt 50 ]; then
   : >"$tmp/err"
-  bad "$dir holds $ncases cases, fewer than the 47 expected"
+  bad "$dir holds $ncases cases, fewer than the 50 expected"
 fi
 
 # Global results written once, per device with {d}; a wrong global input is

@@ -34,7 +34,9 @@ psum_scatter (tiled and not), all_to_all (tiled and not), ppermute (a ring,
 a partial permutation, in a loop), axis_index, over a 1-D mesh of 4
 (smap_*) and over one axis or both of a 2x2 mesh (mesh2_*: the groups
 {0,2},{1,3} or {0,1},{2,3}), the same programs as testdata/collectives/
-smap_* and mesh2_* where those exist; two in GSPMD's form (gspmd_*); and
+smap_* and mesh2_* where those exist; shard_maps over one axis of the 2x2
+mesh, the other left to the partitioner (mesh2_partial_*); three in
+GSPMD's form (gspmd_*); and
 jit over a mesh with no shard_map (jit_*), where the partitioner makes the
 collective: a reduction over one mesh axis (all-reduce), a reshard to
 another dimension (all-to-all), onto fewer tiles (all-gather), or onto
@@ -80,12 +82,12 @@ def ns(mesh, *spec):
     return NamedSharding(mesh, P(*spec))
 
 
-def smap(f, mesh, in_specs, out_specs):
+def smap(f, mesh, in_specs, out_specs, **kw):
     if "check_vma" in shard_map.__code__.co_varnames:
         return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                         check_vma=False)
+                         check_vma=False, **kw)
     return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                     check_rep=False)
+                     check_rep=False, **kw)
 
 
 def dumped(fname, suffix):
@@ -232,15 +234,17 @@ def shape_ops(x, y):
 # ones have no shard_map: the partitioner makes the collective itself.
 # Their own random numbers (generate.py NAME... writes only the named).
 
-def smap_case(name, body, mesh, in_specs, out_specs, args):
-    """body under shard_map over mesh, jitted with its in_specs as the
-    arguments' shardings; name names the case and XLA's dump files."""
-    inner = smap(body, mesh, in_specs, out_specs)
+def smap_case(name, body, mesh, in_specs, out_specs, args, shardings=None,
+              **kw):
+    """body under shard_map over mesh, jitted with its in_specs (or the
+    given specs) as the arguments' shardings; name names the case and XLA's
+    dump files."""
+    inner = smap(body, mesh, in_specs, out_specs, **kw)
 
     def f(*a):
         return inner(*a)
     f.__name__ = f.__qualname__ = name
-    case(name, f, args, tuple(ns(mesh, *s) for s in in_specs))
+    case(name, f, args, tuple(ns(mesh, *s) for s in shardings or in_specs))
 
 
 def jit_case(name, body, mesh, in_specs, out_spec, args):
@@ -337,6 +341,16 @@ def collective_cases():
               lambda x: lax.fori_loop(
                   0, 3, lambda k, v: v * 0.5 + lax.ppermute(v, "x", ring), x),
               mesh1, (P("x"),), P("x"), [vals((8, 3))])
+    # a shard_map over one axis of the 2x2 mesh, the other left to the
+    # partitioner (axis_names): the body's collectives over "a"
+    smap_case("mesh2_partial_psum_a",
+              lambda x: lax.psum(x * 2, "a") + lax.axis_index("a"),
+              mesh2ab, (P("a"),), P(), [vals((4, 6))], (P("a", "b"),),
+              axis_names={"a"})
+    smap_case("mesh2_partial_all_gather_b",
+              lambda x: lax.all_gather(jnp.tanh(x), "b", axis=1, tiled=True),
+              mesh2ab, (P(None, "b"),), P(), [vals((4, 6))],
+              (P("a", "b"),), axis_names={"b"})
     # jit over a mesh: the partitioner's own collectives, over one axis of
     # the 2x2 mesh or all four
     jit_case("jit_reshard_all_to_all",
@@ -361,6 +375,10 @@ def collective_cases():
     smap_case("gspmd_mesh2_all_gather_b",
               lambda x: lax.all_gather(x, "b", axis=1, tiled=True),
               mesh2ab, (P("a", "b"),), P("a"), [vals((4, 6))])
+    smap_case("gspmd_mesh2_partial_psum_a",
+              lambda x: lax.psum(x * 2, "a"),
+              mesh2ab, (P("a"),), P(), [vals((4, 6))], (P("a", "b"),),
+              axis_names={"a"})
     jax.config.update("jax_use_shardy_partitioner", True)
     rng = saved
 

@@ -205,8 +205,12 @@ Test(tiling, shardy) {
   cr_assert_str_eq(sharding_text(t), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
   cr_assert(!sdy_tiling(A, ms, "#sdy.sharding<@mesh, [{\"q\"}]>", 1, 4, &t, why, sizeof why));
   cr_assert(strstr(why, "\"q\""), "%s", why);
-  cr_assert(sdy_manual_all(ms, "#sdy<manual_axes{\"d\", \"m\"}>", why, sizeof why));
-  cr_assert(!sdy_manual_all(ms, "#sdy<manual_axes{\"d\"}>", why, sizeof why));
+  cr_assert(sdy_manual_axes_valid(ms, "#sdy<manual_axes{\"d\", \"m\"}>", why, sizeof why));
+  cr_assert(sdy_manual_axes_valid(ms, "#sdy<manual_axes{\"d\"}>", why, sizeof why));
+  cr_assert(!sdy_manual_axes_valid(ms, "#sdy<manual_axes{\"q\"}>", why, sizeof why));
+  cr_assert(strstr(why, "names axis \"q\""), "%s", why);
+  cr_assert(!sdy_manual_axes_valid(ms, "#sdy<manual_axes{\"d\"", why, sizeof why));
+  cr_assert(strstr(why, "cannot read"), "%s", why);
   hlo_module_free(m);
 }
 
