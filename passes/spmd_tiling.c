@@ -46,7 +46,6 @@ Shd *shd_manual(Arena *a, const Shape *s, int64_t ndev) {
   return uniform(a, s, ndev, true);
 }
 
-/* Leaves of a tuple sharding are flattened, as XLA keeps them. */
 /* last_tile_dims={manual, ...}: a value of a shard_map over some of the
  * mesh's axes (GSPMD's form), computed whole on every device of the others
  * as a manual value (its tiles over those only guide XLA's partitioner). */
@@ -59,6 +58,7 @@ static bool partly_manual(const Sharding *sh) {
   return false;
 }
 
+/* Leaves of a tuple sharding are flattened, as XLA keeps them. */
 static bool from_leaves(Arena *a, const Sharding *sh, int *next,
                         const Shape *s, int64_t ndev, Shd **out, char *why,
                         size_t nwhy) {
