@@ -13,7 +13,11 @@
  *     xla.sdy.GlobalToLocalShape and everything computed from them up to
  *     SPMDShardToFullShape / xla.sdy.LocalToGlobalShape are manual (each
  *     device's own value); the latter's results take the sharding given
- *     there (xla.sdy.out_shardings);
+ *     there (xla.sdy.out_shardings).  A shard_map over some of the mesh's
+ *     axes (xla.sdy.manual_axes) is one over those: its operands are cut
+ *     over them, and its body computes each value whole on every device
+ *     of the other axes (Shardy's constraints in it, on those axes, are
+ *     left out);
  *   - a parameter (the result) with no sharding whose
  *     allow_spmd_sharding_propagation_to_parameters (_to_output) is not
  *     true is replicated, as XLA has it.
@@ -135,20 +139,26 @@ static bool seed(Prop *p, HloComp *c, Shd *const *params, Shd *root) {
     Shd *s;
     SpmdRole role = spmd_role(i);
     char why[256];
+    bool manual_in = false;
+    for (int j = 0; j < i->nops; j++)
+      manual_in |= shd_any_manual(get(p, i->ops[j]));
     if (role == SPMD_ROLE_TO_MANUAL) {
       const char *axes = sdy_attr(i, "xla.sdy.manual_axes");
-      if (axes && !sdy_manual_all(p->meshes, axes, why, sizeof why))
+      if (axes && !sdy_manual_axes_valid(p->meshes, axes, why, sizeof why))
         return err(p, i, "the shard_map", why);
       s = shd_manual(p->a, i->shape, p->ndev);
     } else if (role == SPMD_ROLE_FROM_MANUAL && !i->sharding) {
       if (!out_shardings(p, i, &s))
         return false;
+    } else if (role == SPMD_ROLE_SHARDING && manual_in &&
+               sdy_attr(i, "xla.sdy.sharding")) {
+      /* Shardy's constraint in a shard_map body: over the axes the
+       * shard_map leaves to the partitioner (a partly manual one), on
+       * every device of which the body computes its values whole */
+      s = NULL;
     } else if (!given(p, i, &s)) {
       return false;
     }
-    bool manual_in = false;
-    for (int j = 0; j < i->nops; j++)
-      manual_in |= shd_any_manual(get(p, i->ops[j]));
     if (!s && manual_in && role != SPMD_ROLE_FROM_MANUAL) {
       if (i->op == HLO_GET_TUPLE_ELEMENT && !get(p, i->ops[0])->t &&
           i->tuple_index < get(p, i->ops[0])->n)
@@ -353,7 +363,10 @@ static bool propagate(Prop *p, HloComp *c, Shd *const *params, Shd *root,
   fill(p, c);
   for (int k = 0; k < c->ninstrs; k++) {
     HloInstr *i = c->instrs[k];
-    if (!p->fixed[i->id] || !i->sharding) {
+    /* (a constraint left out in a shard_map body is manual there) */
+    if (!p->fixed[i->id] || !i->sharding ||
+        (spmd_role(i) == SPMD_ROLE_SHARDING && shd_any_manual(get(p, i)) &&
+         i->sharding->kind != SHARD_MANUAL)) {
       i->sharding = shd_to_sharding(p->m->arena, get(p, i));
       *changed = true;
     }

@@ -78,6 +78,11 @@ int64_t tiling_reshard_cost(const Tiling *from, const Tiling *to,
  * k, the length dividing): -1 when none. */
 int tiling_a2a_dim(const Tiling *cur, const Tiling *to, int k,
                    const Shape *global);
+/* When `to` cuts the tiles `from` does (the same grid) but puts them on
+ * other devices: src[d] is a device holding d's new tile under `from` (d
+ * itself where it holds it), no device a source twice; false when not
+ * (equal tilings included). */
+bool tiling_permutation(const Tiling *from, const Tiling *to, int64_t *src);
 /* Along dimension k (of length g), every device's shard under `to` lies
  * within its shard under `from` (ignoring padding). */
 bool tiling_contained(const Tiling *from, const Tiling *to, int k, int64_t g);
@@ -108,10 +113,11 @@ bool sdy_tiling(Arena *a, const SdyMeshes *ms, const char *text, int rank,
 bool sdy_tiling_per_value(Arena *a, const SdyMeshes *ms, const char *text,
                           int k, const Shape *s, int64_t ndev, Tiling **out,
                           char *why, size_t nwhy);
-/* #sdy<manual_axes{"x"}>: whether the axes named are all of the mesh's
- * (a shard_map over every axis); false with the reason when not. */
-bool sdy_manual_all(const SdyMeshes *ms, const char *text, char *why,
-                    size_t nwhy);
+/* #sdy<manual_axes{"x"}>: readable, and naming axes of the module's
+ * meshes (all of a mesh's, or some: a partly manual shard_map); false with
+ * the reason when not. */
+bool sdy_manual_axes_valid(const SdyMeshes *ms, const char *text, char *why,
+                           size_t nwhy);
 
 /*
  * spmd_rules.c: how shardings pass through an instruction.
@@ -199,7 +205,8 @@ HloInstr *spmd_all_reduce(Spmd *s, HloInstr *v, int ngroups, int size,
  * a group keeps piece m of the sum. */
 HloInstr *spmd_reduce_scatter(Spmd *s, HloInstr *v, int dim, int ngroups,
                               int size, const int64_t *groups, HloComp *fn);
-/* The value v of global shape `global`, tiled by from, tiled by to:
+/* The value v of global shape `global`, tiled by from, tiled by to: a
+ * collective-permute when `to` only moves the tiles to other devices, else
  * all-gathers along the dimensions whose shards do not nest, then one
  * dynamic-slice.  NULL with an error in s->d when it cannot be done (a
  * manual value to a tiled one). */

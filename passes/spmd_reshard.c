@@ -4,7 +4,9 @@
  * groups of partitions, masks for the padding of uneven shards, and the
  * move of a value from one tiling to another.
  *
- * A reshard all-gathers each dimension along which some device's new shard
+ * A reshard that only moves the tiles to other devices (the same grid) is
+ * a collective-permute from a holder of each device's new tile.  Any other
+ * all-gathers each dimension along which some device's new shard
  * is not inside its old one (the devices of a group hold the other tiles
  * of that dimension, the same tiles in the others) - or, when the new
  * tiling cuts another dimension the way the old one cut this one, swaps
@@ -190,6 +192,23 @@ static HloInstr *all_to_all(Spmd *s, HloInstr *v, const Tiling *t, int k,
   return ir_reshape(s->e, s->c, tr, r, dims);
 }
 
+/* v (tiled by from) on the devices `to` puts its tiles on: each device's
+ * new tile sent by src[d] (self pairs included, as XLA writes them). */
+static HloInstr *permute(Spmd *s, HloInstr *v, const int64_t *src) {
+  Arena *ma = s->m->arena;
+  HloInstr *cp = ir_new(s->e, s->c, HLO_COLLECTIVE_PERMUTE,
+                        shape_clone(ma, v->shape), 1, &v);
+  cp->source_target_pairs = arena_array(ma, (size_t)s->ndev, sizeof(int64_t[2]));
+  cp->npairs = (int)s->ndev;
+  for (int64_t d = 0; d < s->ndev; d++) {
+    cp->source_target_pairs[d][0] = src[d];
+    cp->source_target_pairs[d][1] = d;
+  }
+  cp->channel_id = ++s->channel;
+  cp->has_channel_id = true;
+  return cp;
+}
+
 HloInstr *spmd_mask(Spmd *s, HloInstr *v, const Tiling *t, int k,
                     int64_t global, HloInstr *fill) {
   if (t->manual || t->tiles[k] == 1 || global % t->tiles[k] == 0)
@@ -227,6 +246,9 @@ HloInstr *spmd_reshard(Spmd *s, HloInstr *v, const Tiling *from,
     Tiling *rep = tiling_replicated(s->a, from->rank, s->ndev);
     return spmd_reshard(s, v, from, rep, global);
   }
+  int64_t *src = ARENA_ARRAY(s->a, int64_t, s->ndev);
+  if (tiling_permutation(from, to, src))
+    return permute(s, v, src);
   Arena *ma = s->m->arena;
   int r = global->rank;
   Tiling *cur = tiling_clone(s->a, from);

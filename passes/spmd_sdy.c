@@ -13,7 +13,10 @@
  *              dim      ::= '{' [ax (',' ax)*] [',' '?'] '}' ['p' int]
  *              ax       ::= '"' name '"' [':(' int ')' int]   (sub-axis)
  *            "#sdy.sharding_per_value<[<meshref, [...]>, ...]>"
- *   shard_map  xla.sdy.manual_axes="#sdy<manual_axes{"x"}>"
+ *   shard_map  xla.sdy.manual_axes="#sdy<manual_axes{"x"}>" (every axis
+ *              of the mesh, or some: the others are left to the
+ *              partitioner, and the body computes its values on every
+ *              device of them)
  *
  * A tensor dimension sharded over axes a, b (major first) is cut into
  * size(a) * size(b) tiles; a device's tile index is its mesh coordinate
@@ -390,8 +393,8 @@ bool sdy_tiling_per_value(Arena *a, const SdyMeshes *ms, const char *text,
   }
 }
 
-bool sdy_manual_all(const SdyMeshes *ms, const char *text, char *why,
-                    size_t nwhy) {
+bool sdy_manual_axes_valid(const SdyMeshes *ms, const char *text, char *why,
+                           size_t nwhy) {
   Arena *a = arena_new();
   Cur c = {text, a};
   bool ok = false;
@@ -416,24 +419,18 @@ bool sdy_manual_all(const SdyMeshes *ms, const char *text, char *why,
     arena_free(a);
     return false;
   }
-  /* Every non-trivial axis of some mesh must be manual. */
-  for (int mi = 0; ms && mi < ms->n; mi++) {
-    const SdyMesh *m = &ms->m[mi];
-    bool all = true;
-    for (int k = 0; k < m->naxes && all; k++) {
-      bool found = m->sizes[k] == 1;
-      for (int j = 0; j < n && !found; j++)
-        found = strcmp(names[j], m->axes[k]) == 0;
-      all = found;
-    }
-    if (all && m->ndev > 1) {
+  /* Every axis named must be an axis of some mesh. */
+  for (int j = 0; j < n; j++) {
+    bool found = false;
+    for (int mi = 0; ms && mi < ms->n && !found; mi++)
+      found = axis_index(&ms->m[mi], names[j]) >= 0;
+    if (!found) {
+      snprintf(why, nwhy, "xla.sdy.manual_axes names axis \"%s\", which "
+               "no mesh of the module has", names[j]);
       arena_free(a);
-      return true;
+      return false;
     }
   }
-  snprintf(why, nwhy, "a shard_map over some of the mesh's axes (partly "
-           "manual, %s) is not supported; only one over every axis",
-           text);
   arena_free(a);
-  return false;
+  return true;
 }

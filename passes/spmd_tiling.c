@@ -46,6 +46,18 @@ Shd *shd_manual(Arena *a, const Shape *s, int64_t ndev) {
   return uniform(a, s, ndev, true);
 }
 
+/* last_tile_dims={manual, ...}: a value of a shard_map over some of the
+ * mesh's axes (GSPMD's form), computed whole on every device of the others
+ * as a manual value (its tiles over those only guide XLA's partitioner). */
+static bool partly_manual(const Sharding *sh) {
+  if (sh->kind != SHARD_TILED)
+    return false;
+  for (int k = 0; k < sh->nlast_tile_dims; k++)
+    if (strcmp(sh->last_tile_dims[k], "manual") == 0)
+      return true;
+  return false;
+}
+
 /* Leaves of a tuple sharding are flattened, as XLA keeps them. */
 static bool from_leaves(Arena *a, const Sharding *sh, int *next,
                         const Shape *s, int64_t ndev, Shd **out, char *why,
@@ -73,6 +85,8 @@ static bool from_leaves(Arena *a, const Sharding *sh, int *next,
   Tiling *t;
   if (!shape_is_array(s))
     t = tiling_replicated(a, 0, ndev);
+  else if (partly_manual(leaf))
+    t = tiling_manual(a, rank, ndev);
   else if (!tiling_from_sharding(a, leaf, rank, ndev, &t, why, nwhy))
     return false;
   *out = shd_array(a, t);
@@ -329,8 +343,17 @@ int64_t tiling_reshard_cost(const Tiling *from, const Tiling *to,
     int64_t n = shape_elements(global);
     return n < 0 ? INT64_MAX / 4 : n * bytes;
   }
-  /* the steps spmd_reshard takes: all-to-alls move a shard's bytes,
-   * all-gathers bring in the whole dimension */
+  /* the steps spmd_reshard takes: a collective-permute or all-to-alls move
+   * a shard's bytes, all-gathers bring in the whole dimension */
+  int64_t *src = xmalloc(sizeof *src * (size_t)(from->ndev > 0 ? from->ndev : 1));
+  bool perm = tiling_permutation(from, to, src);
+  free(src);
+  if (perm) {
+    int64_t n = bytes;
+    for (int q = 0; q < global->rank && n < INT64_MAX / 8; q++)
+      n *= tiling_shard_dim(from, q, global->dims[q]);
+    return n;
+  }
   Arena *a = arena_new();
   Tiling *cur = tiling_clone(a, from);
   int64_t cost = 0;
@@ -357,6 +380,40 @@ int64_t tiling_reshard_cost(const Tiling *from, const Tiling *to,
   }
   arena_free(a);
   return cost;
+}
+
+bool tiling_permutation(const Tiling *from, const Tiling *to, int64_t *src) {
+  if (from->manual || to->manual || from->rank != to->rank ||
+      from->ndev != to->ndev || tiling_equal(from, to))
+    return false;
+  for (int k = 0; k < from->rank; k++)
+    if (from->tiles[k] != to->tiles[k])
+      return false;
+  int64_t n = from->ndev;
+  bool *used = xcalloc((size_t)n, sizeof *used);
+  bool ok = true, moves = false;
+  for (int64_t d = 0; d < n; d++) {
+    src[d] = -1;
+    if (tiling_tile_index(from, d) == tiling_tile_index(to, d)) {
+      src[d] = d;
+      used[d] = true;
+    }
+  }
+  /* the others from a holder not yet sending (every tile has as many
+   * holders under both tilings, so one is left) */
+  for (int64_t d = 0; d < n && ok; d++) {
+    if (src[d] >= 0)
+      continue;
+    int64_t want = tiling_tile_index(to, d);
+    for (int64_t q = 0; q < n && src[d] < 0; q++)
+      if (!used[q] && tiling_tile_index(from, q) == want)
+        src[d] = q;
+    ok = src[d] >= 0;
+    if (ok)
+      used[src[d]] = moves = true;
+  }
+  free(used);
+  return ok && moves;
 }
 
 bool tiling_contained(const Tiling *from, const Tiling *to, int k, int64_t g) {

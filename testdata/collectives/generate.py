@@ -23,7 +23,9 @@ tests/check-collectives.sh runs every case on the interpreter:
     /tmp/leadvenv/bin/python testdata/collectives/generate.py
 
 The cases of one and two devices (one_*, two_*) come from their own random
-numbers; `generate.py small` writes only them.
+numbers; `generate.py small` writes only them.  The smap_* and mesh2_*
+programs are in testdata/spmd/ too, as the global programs JAX hands XLA
+(partitioned there by xhloc).
 """
 import os
 import re

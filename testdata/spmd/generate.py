@@ -19,7 +19,28 @@ by the parameters' shardings) against the per-device results, and global.hlo
 partitioned by xhloc against the global results, each on the interpreter and
 compiled for the host.  Not run by the tests (the files are checked in):
 
-    /tmp/leadvenv/bin/python testdata/spmd/generate.py
+    /tmp/leadvenv/bin/python testdata/spmd/generate.py [NAME...]
+
+With names, only those cases are written (the others' random arguments are
+drawn all the same; the HLO text records this file's path and lines, so a
+case written again from elsewhere differs in its metadata).
+
+The cases: programs (a data-parallel training step, a tensor-parallel MLP,
+sequence parallel, shard_map in both forms, a 2x2 mesh, gather, scatter,
+convolution, uneven shards, a loop, attention, shape ops), and one per
+collective form (collective_cases, their own random numbers): shard_map
+with psum, pmax/pmin, an integer psum, all_gather (tiled and stacked),
+psum_scatter (tiled and not), all_to_all (tiled and not), ppermute (a ring,
+a partial permutation, in a loop), axis_index, over a 1-D mesh of 4
+(smap_*) and over one axis or both of a 2x2 mesh (mesh2_*: the groups
+{0,2},{1,3} or {0,1},{2,3}), the same programs as testdata/collectives/
+smap_* and mesh2_* where those exist; shard_maps over one axis of the 2x2
+mesh, the other left to the partitioner (mesh2_partial_*); three in
+GSPMD's form (gspmd_*); and
+jit over a mesh with no shard_map (jit_*), where the partitioner makes the
+collective: a reduction over one mesh axis (all-reduce), a reshard to
+another dimension (all-to-all), onto fewer tiles (all-gather), or onto
+other devices (collective-permute).
 """
 import glob
 import os
@@ -44,6 +65,7 @@ except ImportError:  # older jax
     from jax.experimental.shard_map import shard_map
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ONLY = set(sys.argv[1:])   # generate.py NAME...: only these cases
 N = 4
 rng = np.random.default_rng(2014)
 devs = np.array(jax.devices()[:N])
@@ -60,12 +82,12 @@ def ns(mesh, *spec):
     return NamedSharding(mesh, P(*spec))
 
 
-def smap(f, mesh, in_specs, out_specs):
+def smap(f, mesh, in_specs, out_specs, **kw):
     if "check_vma" in shard_map.__code__.co_varnames:
         return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                         check_vma=False)
+                         check_vma=False, **kw)
     return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs,
-                     check_rep=False)
+                     check_rep=False, **kw)
 
 
 def dumped(fname, suffix):
@@ -77,7 +99,11 @@ def dumped(fname, suffix):
 
 
 def case(name, f, args, in_shardings=None, out_shardings=None):
-    """f's name must be unique: it names XLA's dump files."""
+    """f's name must be unique: it names XLA's dump files.  Writes nothing
+    for a name not in ONLY (when the command line names cases): the
+    arguments are drawn all the same, so the others' stay as they were."""
+    if ONLY and name not in ONLY:
+        return
     kw = {}
     if in_shardings is not None:
         kw["in_shardings"] = in_shardings
@@ -202,6 +228,161 @@ def shape_ops(x, y):
     return a, b, c, jnp.cumsum(x, axis=0), jnp.sort(y, axis=1)
 
 
+# --- collectives, one case per form, the shard_map ones those of
+# testdata/collectives/ (smap_*, mesh2_*) there as XLA's per-device
+# programs: here the global program with the shard_map in it.  The jit_*
+# ones have no shard_map: the partitioner makes the collective itself.
+# Their own random numbers (generate.py NAME... writes only the named).
+
+def smap_case(name, body, mesh, in_specs, out_specs, args, shardings=None,
+              **kw):
+    """body under shard_map over mesh, jitted with its in_specs (or the
+    given specs) as the arguments' shardings; name names the case and XLA's
+    dump files."""
+    inner = smap(body, mesh, in_specs, out_specs, **kw)
+
+    def f(*a):
+        return inner(*a)
+    f.__name__ = f.__qualname__ = name
+    case(name, f, args, tuple(ns(mesh, *s) for s in shardings or in_specs))
+
+
+def jit_case(name, body, mesh, in_specs, out_spec, args):
+    def f(*a):
+        return body(*a)
+    f.__name__ = f.__qualname__ = name
+    case(name, f, args, tuple(ns(mesh, *s) for s in in_specs),
+         ns(mesh, *out_spec))
+
+
+def collective_cases():
+    global rng
+    saved, rng = rng, np.random.default_rng(1414)
+    lax = jax.lax
+    ring = [(k, (k + 1) % N) for k in range(N)]
+    mesh2ab = Mesh(devs.reshape(2, 2), ("a", "b"))
+    # a 1-D mesh of 4: groups of all four partitions
+    smap_case("smap_psum", lambda x: lax.psum(x, "x"), mesh1,
+              (P("x"),), P(), [vals((8, 3))])
+    smap_case("smap_pmax_pmin", lambda x: (lax.pmax(x, "x"), lax.pmin(x, "x")),
+              mesh1, (P("x"),), (P(), P()), [vals((8, 6))])
+    smap_case("smap_psum_int", lambda x: lax.psum(x, "x"), mesh1,
+              (P("x"),), P(), [rng.integers(-50, 50, size=(8, 7))
+                               .astype(np.int32)])
+    smap_case("smap_all_gather",
+              lambda x: lax.all_gather(x, "x", axis=0, tiled=True),
+              mesh1, (P("x"),), P(), [vals((8, 2))])
+    smap_case("smap_all_gather_stacked",
+              lambda x: lax.all_gather(x, "x", axis=1),
+              mesh1, (P("x"),), P(), [vals((8, 3))])
+    smap_case("smap_psum_scatter",
+              lambda x: lax.psum_scatter(x, "x", scatter_dimension=1,
+                                         tiled=True),
+              mesh1, (P(None, "x"),), P(None, "x"), [vals((3, 16))])
+    smap_case("smap_all_to_all",
+              lambda x: lax.all_to_all(x, "x", 1, 1, tiled=True),
+              mesh1, (P("x"),), P("x"), [vals((8, 8))])
+    smap_case("smap_ppermute", lambda x: lax.ppermute(x, "x", ring),
+              mesh1, (P("x"),), P("x"), [vals((8, 3))])
+    smap_case("smap_ppermute_partial",
+              lambda x: lax.ppermute(x, "x", [(0, 3), (3, 1)]),
+              mesh1, (P("x"),), P("x"), [vals((8, 5))])
+    smap_case("smap_axis_index",
+              lambda x: x + lax.axis_index("x").astype(jnp.float32),
+              mesh1, (P("x"),), P("x"), [vals((8, 2))])
+    # one axis of a 2x2 mesh: groups {{0,2},{1,3}} over "a", {{0,1},{2,3}}
+    # over "b"
+    smap_case("mesh2_psum_a", lambda x: lax.psum(x, "a"), mesh2ab,
+              (P("a", "b"),), P(None, "b"), [vals((4, 6))])
+    smap_case("mesh2_psum_b", lambda x: lax.psum(x, "b"), mesh2ab,
+              (P("a", "b"),), P("a"), [vals((4, 6))])
+    smap_case("mesh2_psum_ab", lambda x: lax.psum(x, ("a", "b")), mesh2ab,
+              (P("a", "b"),), P(), [vals((4, 6))])
+    smap_case("mesh2_pmax_a", lambda x: lax.pmax(x, "a"), mesh2ab,
+              (P("a", "b"),), P(None, "b"), [rng.integers(-50, 50, size=(4, 6))
+                                             .astype(np.int32)])
+    smap_case("mesh2_all_gather_a",
+              lambda x: lax.all_gather(x, "a", axis=0, tiled=True),
+              mesh2ab, (P("a", "b"),), P(None, "b"), [vals((4, 6))])
+    smap_case("mesh2_all_gather_b",
+              lambda x: lax.all_gather(x, "b", axis=0),
+              mesh2ab, (P("a", "b"),), P(None, "a"), [vals((4, 6))])
+    smap_case("mesh2_psum_scatter_b",
+              lambda x: lax.psum_scatter(x, "b", scatter_dimension=0,
+                                         tiled=True),
+              mesh2ab, (P("a", None),), P(("a", "b")), [vals((8, 3))])
+    smap_case("mesh2_psum_scatter_a",
+              lambda x: lax.psum_scatter(x, "a", scatter_dimension=1,
+                                         tiled=True),
+              mesh2ab, (P("b", None),), P("b", "a"), [vals((4, 8))])
+    smap_case("mesh2_ppermute_a",
+              lambda x: lax.ppermute(x, "a", [(0, 1), (1, 0)]),
+              mesh2ab, (P("a", "b"),), P("a", "b"), [vals((4, 6))])
+    smap_case("mesh2_ppermute_b_partial",
+              lambda x: lax.ppermute(x, "b", [(0, 1)]),
+              mesh2ab, (P("a", "b"),), P("a", "b"), [vals((4, 6))])
+    smap_case("mesh2_all_to_all_b",
+              lambda x: lax.all_to_all(x, "b", 0, 0, tiled=True),
+              mesh2ab, (P("a", "b"),), P("a", "b"), [vals((8, 4))])
+    smap_case("mesh2_all_to_all_a",
+              lambda x: lax.all_to_all(x, "a", 1, 0, tiled=True),
+              mesh2ab, (P("a", "b"),), P("a", "b"), [vals((4, 8))])
+    smap_case("mesh2_axis_index",
+              lambda x: x * lax.axis_index("a").astype(jnp.float32)
+              + lax.axis_index("b").astype(jnp.float32),
+              mesh2ab, (P("a", "b"),), P("a", "b"), [vals((4, 6))])
+    smap_case("smap_psum_scatter_untiled",
+              lambda x: lax.psum_scatter(x, "x", scatter_dimension=0),
+              mesh1, (P(None, "x"),), P("x"), [vals((4, 12))])
+    smap_case("smap_all_to_all_untiled",
+              lambda x: lax.all_to_all(x, "x", 1, 0),
+              mesh1, (P("x"),), P("x"), [vals((8, 4, 3))])
+    smap_case("smap_ppermute_loop",
+              lambda x: lax.fori_loop(
+                  0, 3, lambda k, v: v * 0.5 + lax.ppermute(v, "x", ring), x),
+              mesh1, (P("x"),), P("x"), [vals((8, 3))])
+    # a shard_map over one axis of the 2x2 mesh, the other left to the
+    # partitioner (axis_names): the body's collectives over "a"
+    smap_case("mesh2_partial_psum_a",
+              lambda x: lax.psum(x * 2, "a") + lax.axis_index("a"),
+              mesh2ab, (P("a"),), P(), [vals((4, 6))], (P("a", "b"),),
+              axis_names={"a"})
+    smap_case("mesh2_partial_all_gather_b",
+              lambda x: lax.all_gather(jnp.tanh(x), "b", axis=1, tiled=True),
+              mesh2ab, (P(None, "b"),), P(), [vals((4, 6))],
+              (P("a", "b"),), axis_names={"b"})
+    # jit over a mesh: the partitioner's own collectives, over one axis of
+    # the 2x2 mesh or all four
+    jit_case("jit_reshard_all_to_all",
+             lambda x: jax.lax.with_sharding_constraint(
+                 x * 2, ns(mesh1, None, "x")) + 1,
+             mesh1, (P("x", None),), P(None, "x"), [vals((8, 8))])
+    jit_case("jit_mesh2_sum_a", lambda x: x.sum(0), mesh2ab,
+             (P("a", "b"),), P("b"), [vals((4, 6))])
+    jit_case("jit_mesh2_max_b", lambda x: x.max(1), mesh2ab,
+             (P("a", "b"),), P("a"), [vals((4, 6))])
+    jit_case("jit_mesh2_swap_axes", lambda x: x * 3, mesh2ab,
+             (P("a", "b"),), P("b", "a"), [vals((4, 6))])
+    jit_case("jit_mesh2_move_axis", lambda x: x - 1, mesh2ab,
+             (P("a", None),), P("b", None), [vals((4, 6))])
+    jit_case("jit_mesh2_gather_b", lambda x: jnp.sin(x), mesh2ab,
+             (P("a", "b"),), P("a", None), [vals((4, 6))])
+    # GSPMD's form (Sharding, SPMDFullToShardShape, ...) over one axis of
+    # the 2x2 mesh
+    jax.config.update("jax_use_shardy_partitioner", False)
+    smap_case("gspmd_mesh2_psum_a", lambda x: lax.psum(x, "a"), mesh2ab,
+              (P("a", "b"),), P(None, "b"), [vals((4, 6))])
+    smap_case("gspmd_mesh2_all_gather_b",
+              lambda x: lax.all_gather(x, "b", axis=1, tiled=True),
+              mesh2ab, (P("a", "b"),), P("a"), [vals((4, 6))])
+    smap_case("gspmd_mesh2_partial_psum_a",
+              lambda x: lax.psum(x * 2, "a"),
+              mesh2ab, (P("a"),), P(), [vals((4, 6))], (P("a", "b"),),
+              axis_names={"a"})
+    jax.config.update("jax_use_shardy_partitioner", True)
+    rng = saved
+
+
 def main():
     rep = ns(mesh1)
     bx = ns(mesh1, "x")
@@ -233,6 +414,7 @@ def main():
     case("attention", attention,
          [vals((2, 4, 8, 4)), vals((2, 4, 8, 4)), vals((2, 4, 8, 4))],
          (qkv, qkv, qkv))
+    collective_cases()
     # GSPMD's form of shard_map (Sharding, SPMDFullToShardShape, ...)
     jax.config.update("jax_use_shardy_partitioner", False)
     case("shard_map_gspmd", shard_map_gspmd, [vals((4, 8)), vals((8, 3))])

@@ -148,6 +148,28 @@ Test(tiling, reshard_costs) {
   cr_assert_eq(tiling_reshard_cost(rows, rep, s), 8 * 8 * 4); /* an all-gather */
   cr_assert_eq(tiling_a2a_dim(rows, cols, 0, s), 1);
   cr_assert_eq(tiling_reshard_cost(rows, cols, s), 2 * 8 * 4); /* an all-to-all */
+  Tiling *shifted = tile("{devices=[4,1]1,2,3,0}", 2, 4);
+  cr_assert_eq(tiling_reshard_cost(rows, shifted, s), 2 * 8 * 4); /* a permute */
+}
+
+Test(tiling, permutation) {
+  int64_t src[4];
+  Tiling *ab = tile("{devices=[2,2]<=[4]}", 2, 4), *ba = tile("{devices=[2,2]<=[2,2]T(1,0)}", 2, 4);
+  cr_assert(tiling_permutation(ab, ba, src));
+  int64_t want[4] = {0, 2, 1, 3};
+  for (int d = 0; d < 4; d++)
+    cr_assert_eq(src[d], want[d], "device %d", d);
+  /* copies: each holder of a tile sends at most once */
+  Tiling *ra = tile("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", 2, 4);
+  Tiling *rb = tile("{devices=[2,1,2]<=[2,2]T(1,0) last_tile_dim_replicate}", 2, 4);
+  cr_assert(tiling_permutation(ra, rb, src));
+  for (int d = 0; d < 4; d++)
+    cr_assert_eq(src[d], want[d], "device %d", d);
+  /* not a permutation: equal, another grid, manual */
+  cr_assert(!tiling_permutation(ab, ab, src));
+  cr_assert(!tiling_permutation(ab, tile("{devices=[4,1]<=[4]}", 2, 4), src));
+  cr_assert(!tiling_permutation(ra, ab, src));
+  cr_assert(!tiling_permutation(tiling_manual(A, 2, 4), ab, src));
 }
 
 Test(tiling, shardy) {
@@ -183,8 +205,12 @@ Test(tiling, shardy) {
   cr_assert_str_eq(sharding_text(t), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
   cr_assert(!sdy_tiling(A, ms, "#sdy.sharding<@mesh, [{\"q\"}]>", 1, 4, &t, why, sizeof why));
   cr_assert(strstr(why, "\"q\""), "%s", why);
-  cr_assert(sdy_manual_all(ms, "#sdy<manual_axes{\"d\", \"m\"}>", why, sizeof why));
-  cr_assert(!sdy_manual_all(ms, "#sdy<manual_axes{\"d\"}>", why, sizeof why));
+  cr_assert(sdy_manual_axes_valid(ms, "#sdy<manual_axes{\"d\", \"m\"}>", why, sizeof why));
+  cr_assert(sdy_manual_axes_valid(ms, "#sdy<manual_axes{\"d\"}>", why, sizeof why));
+  cr_assert(!sdy_manual_axes_valid(ms, "#sdy<manual_axes{\"q\"}>", why, sizeof why));
+  cr_assert(strstr(why, "names axis \"q\""), "%s", why);
+  cr_assert(!sdy_manual_axes_valid(ms, "#sdy<manual_axes{\"d\"", why, sizeof why));
+  cr_assert(strstr(why, "cannot read"), "%s", why);
   hlo_module_free(m);
 }
 
