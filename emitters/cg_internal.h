@@ -40,6 +40,9 @@ struct Codegen {
   LLVMTargetMachineRef tm;
   bool is_gpu;
   bool optimized;                 /* passes have run (module is final) */
+  int nvector;                    /* host kernels that want LLVM's loop
+                                     vectorizer and unroller (not
+                                     CgKernel.scalar) */
   int nglobals;                   /* counter for unique global names */
   AffCtx *aff;                    /* indexing maps of this module's kernels */
 };
@@ -120,6 +123,12 @@ LLVMValueRef cg_loop_begin(Codegen *cg, CgLoop *l, LLVMValueRef start,
                            LLVMValueRef end, LLVMValueRef step,
                            const char *name);
 void cg_loop_end(Codegen *cg, CgLoop *l);
+/* cg_loop_end for a host loop LLVM must not vectorize, interleave or
+ * unroll: a short one (a few iterations, where a vector body, its run-time
+ * checks and its remainder loop cost compile time and gain nothing) or one
+ * whose iterations depend on each other (a selection, a merge).  The same
+ * as cg_loop_end on the GPU. */
+void cg_loop_end_scalar(Codegen *cg, CgLoop *l);
 
 /*
  * llvm_util.c: GPU helpers (NVPTX only)
@@ -148,6 +157,12 @@ typedef struct CgKernel {
                                      computes (i64); NULL on NVPTX */
   LLVMValueRef temp;              /* cg_kernel_begin_temp: the scratch
                                      buffer's pointer (CG_AS_GLOBAL) */
+  bool scalar;                    /* set by the emitter: every loop of the
+                                     kernel is a cg_loop_end_scalar one (or
+                                     a memcpy), so LLVM's loop vectorizer
+                                     and unroller have nothing to do in it;
+                                     a host module of such kernels only is
+                                     optimized without them (codegen.c) */
 } CgKernel;
 
 /* Creates the kernel function `name` for instr with codegen.h's parameter
@@ -162,7 +177,8 @@ bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
  * result leaves (k->temp); the emitter sets ld->temp_bytes to its size. */
 bool cg_kernel_begin_temp(Codegen *cg, const HloInstr *instr, const char *name,
                           CgKernel *k, Diag *d);
-/* Emits `ret void` at the builder's position and frees k's arrays. */
+/* Emits `ret void` at the builder's position, counts a kernel that is not
+ * k->scalar in cg->nvector and frees k's arrays. */
 void cg_kernel_end(CgKernel *k);
 
 /* Host: splits `total` independent items of about `cost` scalar
