@@ -123,11 +123,23 @@ LLVMValueRef cg_loop_begin(Codegen *cg, CgLoop *l, LLVMValueRef start,
                            LLVMValueRef end, LLVMValueRef step,
                            const char *name);
 void cg_loop_end(Codegen *cg, CgLoop *l);
-/* cg_loop_end for a host loop LLVM must not vectorize, interleave or
- * unroll: a short one (a few iterations, where a vector body, its run-time
- * checks and its remainder loop cost compile time and gain nothing) or one
- * whose iterations depend on each other (a selection, a merge).  The same
- * as cg_loop_end on the GPU. */
+
+/*
+ * loop_hints.c: loops ended with hints for LLVM's loop passes (host only;
+ * on the GPU they are cg_loop_end)
+ */
+enum {
+  CG_LOOP_NO_VECTORIZE = 1,       /* llvm.loop vectorize.width 1 and
+                                     interleave.count 1 */
+  CG_LOOP_NO_UNROLL = 2,          /* llvm.loop unroll.disable (which also
+                                     keeps the vectorizer from interleaving) */
+};
+/* cg_loop_end with the hints of `flags` on the loop's back edge. */
+void cg_loop_end_hinted(Codegen *cg, CgLoop *l, unsigned flags);
+/* A loop LLVM must not vectorize, interleave or unroll: a short one (a few
+ * iterations, where a vector body, its run-time checks and its remainder
+ * loop cost compile time and gain nothing) or one whose iterations depend
+ * on each other (a selection, a merge). */
 void cg_loop_end_scalar(Codegen *cg, CgLoop *l);
 
 /*

@@ -6,8 +6,6 @@
  */
 #include <string.h>
 
-#include <llvm-c/DebugInfo.h>
-
 #include "cg_internal.h"
 
 bool cg_et_supported(ElemType et) {
@@ -265,38 +263,6 @@ void cg_loop_end(Codegen *cg, CgLoop *l) {
   LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b);
   LLVMBuildBr(cg->b, l->header);
   LLVMAddIncoming(l->iv, &next, &from, 1);
-  LLVMPositionBuilderAtEnd(cg->b, l->exit);
-}
-
-/* The loop ID !{self, !{"llvm.loop.vectorize.width", i32 1},
- * !{"llvm.loop.interleave.count", i32 1}, !{"llvm.loop.unroll.disable"}}:
- * LLVM's vectorizer and unroller leave the loop as it is (and spend no time
- * on it). */
-static LLVMMetadataRef scalar_loop_id(Codegen *cg) {
-  LLVMMetadataRef one = LLVMValueAsMetadata(cg_const_i32(cg, 1));
-  static const char *const hints[3] = {"llvm.loop.vectorize.width",
-                                       "llvm.loop.interleave.count",
-                                       "llvm.loop.unroll.disable"};
-  LLVMMetadataRef md[4];
-  md[0] = LLVMTemporaryMDNode(cg->ctx, NULL, 0);
-  for (int k = 0; k < 3; k++) {
-    LLVMMetadataRef h[2] = {LLVMMDStringInContext2(cg->ctx, hints[k], strlen(hints[k])), one};
-    md[k + 1] = LLVMMDNodeInContext2(cg->ctx, h, k < 2 ? 2 : 1);
-  }
-  LLVMMetadataRef id = LLVMMDNodeInContext2(cg->ctx, md, 4);
-  LLVMMetadataReplaceAllUsesWith(md[0], id);
-  return id;
-}
-
-void cg_loop_end_scalar(Codegen *cg, CgLoop *l) {
-  LLVMValueRef next = LLVMBuildNSWAdd(cg->b, l->iv, l->step, "");
-  LLVMBasicBlockRef from = LLVMGetInsertBlock(cg->b);
-  LLVMValueRef br = LLVMBuildBr(cg->b, l->header);
-  LLVMAddIncoming(l->iv, &next, &from, 1);
-  if (!cg->is_gpu) {
-    unsigned kind = LLVMGetMDKindIDInContext(cg->ctx, "llvm.loop", 9);
-    LLVMSetMetadata(br, kind, LLVMMetadataAsValue(cg->ctx, scalar_loop_id(cg)));
-  }
   LLVMPositionBuilderAtEnd(cg->b, l->exit);
 }
 
