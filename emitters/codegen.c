@@ -316,6 +316,9 @@ static bool kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
     for (int j = 0; j < n; j++)
       LLVMAddAttributeAtIndex(k->fn, (LLVMAttributeIndex)(j + 1),
                               LLVMCreateEnumAttribute(cg->ctx, noalias, 0));
+    unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    LLVMAddAttributeAtIndex(k->fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(cg->ctx, always, 0));
     LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, wrap, "entry"));
     LLVMValueRef args = LLVMGetParam(wrap, 0);
     LLVMValueRef *cargs = xcalloc((size_t)n + 2, sizeof *cargs);
@@ -588,20 +591,25 @@ static const char gpu_pipeline[] =
  * unrolling of small constant-trip loops (a reduce-window's window: then
  * the loop around it vectorizes, 10x on a scan's blocks) and the loop
  * vectorizer on the innermost loops the emitters shape for it (the row
- * reductions' reassociable reducers included), then SROA again: the
- * column reductions' tile of accumulators, an alloca indexed by the loops
- * until the vectorizer unrolled them, becomes vector registers (the
- * reduction loop then loads and adds, with no store and reload of the tile
- * per row, and instruction selection has a third of the memory operations
- * to order).  default<O2> spends
- * about 3x as long on a training step for no measured gain; O3 still runs
- * it.
+ * reductions' reassociable reducers included), then the full unrolling of
+ * the short vector loops it leaves and SROA again: the column reductions'
+ * tile of accumulators, an alloca indexed by the loops until then, becomes
+ * vector registers (the reduction loop then loads and adds, with no store
+ * and reload of the tile per row, and instruction selection has a third of
+ * the memory operations to order).  The bodies are alwaysinline and the
+ * pipeline starts with always-inline, so that the function passes run
+ * once per kernel, after inlining: with the CGSCC inliner ("inline,
+ * function(...)" nests the function passes in its walk) they ran on every
+ * body and then again on its wrapper (three times on a chain's members),
+ * 10-35% of the optimization time.  default<O2> spends about 3x as long on
+ * a training step for no measured gain; O3 still runs it.
  */
 static const char host_pipeline[] =
-  "inline,"
+  "always-inline,"
   "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,"
   "loop-mssa(licm),loop(loop-rotate,loop-unroll-full),"
-  "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,sroa,"
+  "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,"
+  "instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-unroll-full),sroa,"
   "instcombine<no-verify-fixpoint>,simplifycfg)";
 
 /*
@@ -612,7 +620,7 @@ static const char host_pipeline[] =
  * the benchmark's sort and top-k) and cost 40% of the optimization time.
  */
 static const char host_scalar_pipeline[] =
-  "inline,"
+  "always-inline,"
   "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,"
   "loop-mssa(licm),loop(loop-rotate),instcombine<no-verify-fixpoint>,simplifycfg)";
 
