@@ -601,11 +601,15 @@ static const char gpu_pipeline[] =
  * once per kernel, after inlining: with the CGSCC inliner ("inline,
  * function(...)" nests the function passes in its walk) they ran on every
  * body and then again on its wrapper (three times on a chain's members),
- * 10-35% of the optimization time.  default<O2> spends about 3x as long on
- * a training step for no measured gain; O3 still runs it.
+ * 10-35% of the optimization time.  Before all that, mergefunc: kernels of
+ * the same computation on the same shapes (a training step's forward and
+ * backward passes have several) are optimized and compiled once, the
+ * others becoming a tail call to it (4 of mlp_train_step's 15, 15% of its
+ * compile).  default<O2> spends about 3x as long on a training step for no
+ * measured gain; O3 still runs it.
  */
 static const char host_pipeline[] =
-  "always-inline,"
+  "mergefunc,always-inline,"
   "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,"
   "loop-mssa(licm),loop(loop-rotate,loop-unroll-full),"
   "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,"
@@ -617,7 +621,8 @@ static const char host_pipeline[] =
  * sort, a top-k: selection and merge loops, short copies): the same
  * without the full unrolling, the loop vectorizer and the clean-up after
  * it, which find nothing to do in such kernels (the same machine code for
- * the benchmark's sort and top-k) and cost 40% of the optimization time.
+ * the benchmark's sort and top-k and e2e's) and cost half the
+ * optimization time.
  */
 static const char host_scalar_pipeline[] =
   "always-inline,"
