@@ -40,6 +40,9 @@ struct Codegen {
   LLVMTargetMachineRef tm;
   bool is_gpu;
   bool optimized;                 /* passes have run (module is final) */
+  int nvector;                    /* host kernels that want LLVM's loop
+                                     vectorizer and unroller (not
+                                     CgKernel.scalar) */
   int nglobals;                   /* counter for unique global names */
   AffCtx *aff;                    /* indexing maps of this module's kernels */
 };
@@ -122,6 +125,24 @@ LLVMValueRef cg_loop_begin(Codegen *cg, CgLoop *l, LLVMValueRef start,
 void cg_loop_end(Codegen *cg, CgLoop *l);
 
 /*
+ * loop_hints.c: loops ended with hints for LLVM's loop passes (host only;
+ * on the GPU they are cg_loop_end)
+ */
+enum {
+  CG_LOOP_NO_VECTORIZE = 1,       /* llvm.loop vectorize.width 1 and
+                                     interleave.count 1 */
+  CG_LOOP_NO_UNROLL = 2,          /* llvm.loop unroll.disable (which also
+                                     keeps the vectorizer from interleaving) */
+};
+/* cg_loop_end with the hints of `flags` on the loop's back edge. */
+void cg_loop_end_hinted(Codegen *cg, CgLoop *l, unsigned flags);
+/* A loop LLVM must not vectorize, interleave or unroll: a short one (a few
+ * iterations, where a vector body, its run-time checks and its remainder
+ * loop cost compile time and gain nothing) or one whose iterations depend
+ * on each other (a selection, a merge). */
+void cg_loop_end_scalar(Codegen *cg, CgLoop *l);
+
+/*
  * llvm_util.c: GPU helpers (NVPTX only)
  */
 /* Special registers as i32: "tid.x", "ntid.x", "ctaid.x", "nctaid.x", ...
@@ -148,6 +169,12 @@ typedef struct CgKernel {
                                      computes (i64); NULL on NVPTX */
   LLVMValueRef temp;              /* cg_kernel_begin_temp: the scratch
                                      buffer's pointer (CG_AS_GLOBAL) */
+  bool scalar;                    /* set by the emitter: every loop of the
+                                     kernel is a cg_loop_end_scalar one (or
+                                     a memcpy), so LLVM's loop vectorizer
+                                     and unroller have nothing to do in it;
+                                     a host module of such kernels only is
+                                     optimized without them (codegen.c) */
 } CgKernel;
 
 /* Creates the kernel function `name` for instr with codegen.h's parameter
@@ -162,7 +189,8 @@ bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
  * result leaves (k->temp); the emitter sets ld->temp_bytes to its size. */
 bool cg_kernel_begin_temp(Codegen *cg, const HloInstr *instr, const char *name,
                           CgKernel *k, Diag *d);
-/* Emits `ret void` at the builder's position and frees k's arrays. */
+/* Emits `ret void` at the builder's position, counts a kernel that is not
+ * k->scalar in cg->nvector and frees k's arrays. */
 void cg_kernel_end(CgKernel *k);
 
 /* Host: splits `total` independent items of about `cost` scalar

@@ -130,6 +130,7 @@ Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
     codegen_options_default(&def);
     o = &def;
   }
+  double t0 = clock_seconds();
   Codegen *cg = xcalloc(1, sizeof *cg);
   cg->opts = *o;
   cg->is_gpu = o->target == CG_TARGET_NVPTX;
@@ -174,6 +175,7 @@ Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(cg->tm);
   LLVMSetModuleDataLayout(cg->mod, td);
   LLVMDisposeTargetData(td);
+  phase_since(o->times, "llvm target machine", t0);
   return cg;
 }
 
@@ -314,6 +316,9 @@ static bool kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
     for (int j = 0; j < n; j++)
       LLVMAddAttributeAtIndex(k->fn, (LLVMAttributeIndex)(j + 1),
                               LLVMCreateEnumAttribute(cg->ctx, noalias, 0));
+    unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    LLVMAddAttributeAtIndex(k->fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(cg->ctx, always, 0));
     LLVMPositionBuilderAtEnd(cg->b, LLVMAppendBasicBlockInContext(cg->ctx, wrap, "entry"));
     LLVMValueRef args = LLVMGetParam(wrap, 0);
     LLVMValueRef *cargs = xcalloc((size_t)n + 2, sizeof *cargs);
@@ -375,6 +380,8 @@ void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
 
 void cg_kernel_end(CgKernel *k) {
   LLVMBuildRetVoid(k->cg->b);
+  if (!k->scalar)
+    k->cg->nvector++;
   free(k->in);
   free(k->in_shapes);
   k->in = k->out = NULL;
@@ -584,25 +591,48 @@ static const char gpu_pipeline[] =
  * unrolling of small constant-trip loops (a reduce-window's window: then
  * the loop around it vectorizes, 10x on a scan's blocks) and the loop
  * vectorizer on the innermost loops the emitters shape for it (the row
- * reductions' reassociable reducers included), then SROA again: the
- * column reductions' tile of accumulators, an alloca indexed by the loops
- * until the vectorizer unrolled them, becomes vector registers (the
- * reduction loop then loads and adds, with no store and reload of the tile
- * per row, and instruction selection has a third of the memory operations
- * to order).  default<O2> spends
- * about 3x as long on a training step for no measured gain; O3 still runs
- * it.
+ * reductions' reassociable reducers included), then the full unrolling of
+ * the short vector loops it leaves and SROA again: the column reductions'
+ * tile of accumulators, an alloca indexed by the loops until then, becomes
+ * vector registers (the reduction loop then loads and adds, with no store
+ * and reload of the tile per row, and instruction selection has a third of
+ * the memory operations to order).  The bodies are alwaysinline and the
+ * pipeline starts with always-inline, so that the function passes run
+ * once per kernel, after inlining: with the CGSCC inliner ("inline,
+ * function(...)" nests the function passes in its walk) they ran on every
+ * body and then again on its wrapper (three times on a chain's members),
+ * 10-35% of the optimization time.  Before all that, mergefunc: kernels of
+ * the same computation on the same shapes (a training step's forward and
+ * backward passes have several) are optimized and compiled once, the
+ * others becoming a tail call to it (4 of mlp_train_step's 15, 15% of its
+ * compile).  default<O2> spends about 3x as long on a training step for no
+ * measured gain; O3 still runs it.
  */
 static const char host_pipeline[] =
-  "inline,"
+  "mergefunc,always-inline,"
   "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,"
   "loop-mssa(licm),loop(loop-rotate,loop-unroll-full),"
-  "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,sroa,"
+  "instcombine<no-verify-fixpoint>,simplifycfg,loop-vectorize,"
+  "instcombine<no-verify-fixpoint>,simplifycfg,loop(loop-unroll-full),sroa,"
   "instcombine<no-verify-fixpoint>,simplifycfg)";
+
+/*
+ * The host pipeline of a module whose kernels are all CgKernel.scalar (a
+ * sort, a top-k: selection and merge loops, short copies): the same
+ * without the full unrolling, the loop vectorizer and the clean-up after
+ * it, which find nothing to do in such kernels (the same machine code for
+ * the benchmark's sort and top-k and e2e's) and cost half the
+ * optimization time.
+ */
+static const char host_scalar_pipeline[] =
+  "always-inline,"
+  "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,"
+  "loop-mssa(licm),loop(loop-rotate),instcombine<no-verify-fixpoint>,simplifycfg)";
 
 static bool finalize(Codegen *cg, Diag *d) {
   if (cg->optimized)
     return true;
+  double t0 = clock_seconds();
   char *err = NULL;
   if (LLVMVerifyModule(cg->mod, LLVMReturnStatusAction, &err)) {
     diag_error(d, (Loc){0}, "codegen: internal error: invalid LLVM module: %s",
@@ -611,21 +641,25 @@ static bool finalize(Codegen *cg, Diag *d) {
     return false;
   }
   LLVMDisposeMessage(err);
+  t0 = phase_since(cg->opts.times, "llvm verify", t0);
   if (cg->is_gpu) {
     LLVMAddModuleFlag(cg->mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
                       LLVMValueAsMetadata(LLVMConstInt(cg_i32(cg), 0, false)));
     if (uses_libdevice(cg) && !link_libdevice(cg, d))
       return false;
+    t0 = phase_since(cg->opts.times, "link libdevice", t0);
   }
   char passes[32];
   int ol = cg->opts.opt_level < 0 ? 0 : cg->opts.opt_level > 3 ? 3 : cg->opts.opt_level;
   snprintf(passes, sizeof passes, "default<O%d>", ol);
-  const char *pipeline = cg->is_gpu && ol == 1    ? gpu_pipeline
-                         : !cg->is_gpu && (ol == 1 || ol == 2) ? host_pipeline
-                                                              : passes;
+  const char *pipeline = cg->is_gpu && ol == 1 ? gpu_pipeline
+                         : cg->is_gpu || ol == 0 || ol == 3 ? passes
+                         : cg->nvector > 0 ? host_pipeline
+                                           : host_scalar_pipeline;
   LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
   LLVMErrorRef e = LLVMRunPasses(cg->mod, pipeline, cg->tm, po);
   LLVMDisposePassBuilderOptions(po);
+  phase_since(cg->opts.times, "llvm optimization", t0);
   if (e) {
     char *m = LLVMGetErrorMessage(e);
     diag_error(d, (Loc){0}, "codegen: optimization failed: %s", m);
@@ -648,7 +682,10 @@ bool codegen_llvm_ir(Codegen *cg, bool optimized, StrBuf *out, Diag *d) {
 static bool emit_buffer(Codegen *cg, LLVMCodeGenFileType ft,
                         LLVMMemoryBufferRef *buf, Diag *d) {
   char *err = NULL;
-  if (LLVMTargetMachineEmitToMemoryBuffer(cg->tm, cg->mod, ft, &err, buf)) {
+  double t0 = clock_seconds();
+  LLVMBool failed = LLVMTargetMachineEmitToMemoryBuffer(cg->tm, cg->mod, ft, &err, buf);
+  phase_since(cg->opts.times, "llvm code generation", t0);
+  if (failed) {
     diag_error(d, (Loc){0}, "codegen: code emission failed: %s", err ? err : "?");
     LLVMDisposeMessage(err);
     return false;
@@ -754,6 +791,7 @@ bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
   unsigned char *so = NULL;
   size_t so_len = 0;
   char why[200];
+  double t0 = clock_seconds();
   /* xhloc's own linker (host_link.c) unless the system one is asked for or
    * the object holds something it does not handle */
   if (!cg->opts.system_linker && host_link_so(bytes, len, &so, &so_len, why, sizeof why)) {
@@ -766,6 +804,7 @@ bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
   } else {
     ok = system_link(path, bytes, len, d);
   }
+  phase_since(cg->opts.times, "link and write the shared object", t0);
   LLVMDisposeMemoryBuffer(buf);
   return ok;
 }

@@ -57,6 +57,8 @@ typedef struct CodegenOptions {
                                      f64 and NVPTX (libdevice) ignore it */
   bool system_linker;             /* host only: link PREFIX.host.so with
                                      `ld -shared` instead of host_link.c */
+  PhaseTimes *times;              /* NULL, or where the LLVM phases' wall
+                                     times are added (--time-passes) */
 } CodegenOptions;
 
 void codegen_options_default(CodegenOptions *o);

@@ -259,9 +259,20 @@ static LLVMValueRef raw_operand(const HostSort *h, LLVMValueRef j) {
   return LLVMBuildLoad2(cg->b, raw_type(h), q, "");
 }
 
+/* The address of element `off` of an array of raw values. */
+static LLVMValueRef raw_addr(const HostSort *h, LLVMValueRef base, LLVMValueRef off) {
+  return LLVMBuildInBoundsGEP2(h->cg->b, raw_type(h), base, &off, 1, "");
+}
+
 /* arr[j] = element j of the row (its value, or j). */
 static void identity(const HostSort *h, LLVMValueRef arr) {
   Codegen *cg = h->cg;
+  if (h->direct && h->in->stride[0] == 1) {
+    /* a contiguous row: libc's memcpy, no loop for LLVM to vectorize */
+    LLVMBuildMemCpy(cg->b, arr, 1, raw_addr(h, h->in->ptr[0], h->in->base[0]), 1,
+                    cg_const_i64(cg, h->p->len * et_bytes(h->p->in[0]->et)));
+    return;
+  }
   CgLoop l;
   LLVMValueRef j = cg_loop_begin(cg, &l, cg_const_i64(cg, 0), cg_const_i64(cg, h->p->len),
                                  cg_const_i64(cg, 1), "iota");
@@ -277,7 +288,7 @@ static void copy_run(const HostSort *h, LLVMValueRef src, LLVMValueRef a, LLVMVa
   LLVMValueRef t = cg_loop_begin(cg, &l, cg_const_i64(cg, 0), n, cg_const_i64(cg, 1), "copy");
   el_store(h, dst, LLVMBuildNSWAdd(cg->b, o, t, ""),
            el_load(h, src, LLVMBuildNSWAdd(cg->b, a, t, "")));
-  cg_loop_end(cg, &l);
+  cg_loop_end_scalar(cg, &l);
 }
 
 /* One bottom-up pass: runs of w in src merged into dst. */
@@ -347,12 +358,17 @@ static void write_row(const HostSort *h, const CgKernel *k, LLVMValueRef const *
     cg_sort_gather(cg, p, k, h->in, out_base, arr, zero, lenv, one);
     return;
   }
+  int64_t stride = cg_dim_stride(p->out[0], p->dim);
+  if (stride == 1) {
+    LLVMBuildMemCpy(cg->b, raw_addr(h, k->out[0], out_base[0]), 1, arr, 1,
+                    cg_const_i64(cg, p->len * et_bytes(p->in[0]->et)));
+    return;
+  }
   CgLoop l;
   LLVMValueRef j = cg_loop_begin(cg, &l, zero, lenv, one, "out");
-  LLVMValueRef off = LLVMBuildNSWMul(cg->b, j, cg_const_i64(cg, cg_dim_stride(p->out[0], p->dim)), "");
+  LLVMValueRef off = LLVMBuildNSWMul(cg->b, j, cg_const_i64(cg, stride), "");
   off = LLVMBuildNSWAdd(cg->b, out_base[0], off, "");
-  LLVMValueRef q = LLVMBuildInBoundsGEP2(cg->b, raw_type(h), k->out[0], &off, 1, "");
-  LLVMBuildStore(cg->b, el_load(h, arr, j), q);
+  LLVMBuildStore(cg->b, el_load(h, arr, j), raw_addr(h, k->out[0], off));
   cg_loop_end(cg, &l);
 }
 
@@ -371,6 +387,11 @@ static bool emit_host(Codegen *cg, const HloInstr *instr, const CgSortPlan *p,
   cg_host_range(&k, p->rows, p->len * lg * 4 * p->n, ld, &start, &end);
   CgSortSrc in;
   HostSort h = {cg, p, &in, p->n == 1};
+  /* a single contiguous operand and result: memcpy in and out, merges and
+   * their tails, nothing for LLVM's vectorizer (a gather through positions
+   * is a loop it may vectorize) */
+  k.scalar = h.direct && cg_dim_stride(p->in[0], p->dim) == 1 &&
+             cg_dim_stride(p->out[0], p->dim) == 1;
   int64_t es = h.direct ? et_bytes(p->in[0]->et) : 4;
   int64_t unit = (2 * p->len * es + 7) / 8 * 8;
   ld->temp_bytes = (int64_t)ld->grid[0] * unit;

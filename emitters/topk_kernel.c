@@ -280,7 +280,7 @@ static bool select_row(Codegen *cg, const TopkPlan *p, const Row *r, const Keep 
   LLVMBuildStore(b, load_in(cg, r, wi), wvv);
   LLVMBuildBr(b, next);
   LLVMPositionBuilderAtEnd(b, next);
-  cg_loop_end(cg, &l);
+  cg_loop_end_scalar(cg, &l);
   return true;
 }
 
@@ -298,7 +298,7 @@ static void write_values(Codegen *cg, const TopkPlan *p, const Row *r) {
                                  cg_const_i64(cg, 1), "vals");
   LLVMValueRef v = load_in(cg, r, load_idx(cg, r, &out, t));
   cg_store_linear(cg, r->k->out[0], p->vs->et, at(cg, r->vb, p->vs, p->dim, t), v);
-  cg_loop_end(cg, &l);
+  cg_loop_end_scalar(cg, &l);
 }
 
 /* The selection of one row by one thread, straight into the results. */
@@ -389,10 +389,11 @@ bool cg_emit_topk_kernel(Codegen *cg, const HloInstr *instr, const HloInstr *her
   } else {
     LLVMValueRef start, end;
     cg_host_range(&k, p.rows, p.len * 4, ld, &start, &end);
+    k.scalar = true;                /* rows, candidates and values: scalar loops */
     CgLoop l;
     LLVMValueRef row = cg_loop_begin(cg, &l, start, end, cg_const_i64(cg, 1), "rows");
     ok = emit_row(cg, &p, &k, row, d);
-    cg_loop_end(cg, &l);
+    cg_loop_end_scalar(cg, &l);
   }
   cg_kernel_end(&k);
   return ok;

@@ -278,6 +278,26 @@ for f in sm_9.0_gpu_after_optimizations.txt sm_9.0_gpu_after_optimizations-buffe
   ls "$t/dump2"/module_0000.jit_f.$f >/dev/null 2>&1 && ok || bad "--dump-to (gpu) lacks module_0000.jit_f.$f"
 done
 
+# --time-passes: the pass table, then the compile's phases (to stderr, the
+# artifact unchanged); every phase of a host artifact is there once.
+run --time-passes --target=host -o "$t/art/tp" "$e2e"
+expect "--time-passes with the artifact" 0 "compile phases:"
+expect_quiet_stdout "--time-passes"
+grep -q '^pass timing for module ' "$t/err" && ok || bad "--time-passes: no pass table"
+for p in "read, parse and verify" "HLO passes" "buffer assignment" "llvm target machine" \
+         "thunk emission and kernel IR" "llvm verify" "llvm optimization" \
+         "llvm code generation" "link and write the shared object" "write the artifact files"; do
+  grep -Eq "^  $p +[0-9]+ +[0-9]+\.[0-9]{6} +[0-9.]+$" "$t/err" && ok || bad "--time-passes: no '$p' phase row"
+done
+grep -Eq '^  total \(phases\) +[0-9]+\.[0-9]{6} +100\.0$' "$t/err" && ok || bad "--time-passes: no phase total"
+same "--time-passes does not change the artifact" "$t/art/h.host.so" "$t/art/tp.host.so"
+run --time-passes --stage=ptx "$e2e"
+expect "--time-passes with ptx" 0 "compile phases:"
+grep -q '^  llvm code generation ' "$t/err" && ok || bad "--time-passes (ptx): no code generation phase"
+grep -q '^  link and write the shared object ' "$t/err" && bad "--time-passes (ptx): a shared object phase" || ok
+run --stage=llvm --target=host "$e2e"
+grep -q 'compile phases' "$t/err" && bad "compile phases printed without --time-passes" || ok
+
 # ---- warnings ---------------------------------------------------------------
 # An unknown attribute is a warning on stderr; it does not change the exit
 # status or the output, and -w silences it.

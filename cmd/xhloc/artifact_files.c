@@ -27,7 +27,8 @@ static bool write_bytes(const char *path, const char *shown, const void *p,
 }
 
 bool artifact_files_write(Artifact *a, const char *prefix, const StrBuf *ptx,
-                          Codegen *cg, Diag *d) {
+                          Codegen *cg, PhaseTimes *times, Diag *d) {
+  double t0 = clock_seconds();
   StrBuf kpath, tpath, file;
   sb_init(&kpath);
   sb_init(&tpath);
@@ -42,8 +43,12 @@ bool artifact_files_write(Artifact *a, const char *prefix, const StrBuf *ptx,
   SrcFile *kernel = NULL;
   if (ok && ptx)
     ok = write_bytes(ktmp, kpath.s, ptx->s ? ptx->s : "", ptx->len, d);
-  else if (ok)
+  else if (ok) {
+    /* the shared object's phases are codegen's own */
+    phase_since(times, "write the artifact files", t0);
     ok = codegen_host_so(cg, ktmp, d);
+    t0 = clock_seconds();
+  }
   if (ok) {
     Diag rd = {0};
     kernel = srcfile_read(ktmp, &rd);
@@ -80,6 +85,7 @@ bool artifact_files_write(Artifact *a, const char *prefix, const StrBuf *ptx,
   }
   if (kernel)
     srcfile_free(kernel);
+  phase_since(times, "write the artifact files", t0);
   free(ktmp);
   free(ttmp);
   sb_free(&kpath);

@@ -66,8 +66,10 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
   }
 
   /* Buffer assignment. */
+  double t0 = clock_seconds();
   if (ok)
     ok = (ba = buffer_assign(m, d)) != NULL;
+  phase_since(o->times, "buffer assignment", t0);
   if (ok && (stage == STAGE_BUFFERS || o->dump_to)) {
     sb_clear(&text);
     ba_print(&text, ba);
@@ -86,8 +88,11 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
   co.host_cpu = o->host_cpu;
   co.fast_math = !o->exact_host_math;
   co.system_linker = o->system_linker;
-  ok = (cg = codegen_new(m->name, &co, d)) != NULL &&
-       (a = thunks_emit(m, ba, cg, original_hlo, d)) != NULL;
+  co.times = o->times;
+  ok = (cg = codegen_new(m->name, &co, d)) != NULL;
+  t0 = clock_seconds();
+  ok = ok && (a = thunks_emit(m, ba, cg, original_hlo, d)) != NULL;
+  phase_since(o->times, "thunk emission and kernel IR", t0);
   if (!ok)
     goto done;
   a->target = arena_strdup(a->arena, o->host ? "host" : o->arch);
@@ -133,7 +138,8 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
     ok = codegen_ptx(cg, &text, d) &&
          emit_text(o, m, "ptx", &text, stage == STAGE_PTX, out, d);
   if (ok && stage == STAGE_ARTIFACT)
-    ok = artifact_files_write(a, o->prefix, o->host ? NULL : &text, cg, d);
+    ok = artifact_files_write(a, o->prefix, o->host ? NULL : &text, cg,
+                              o->times, d);
 
 done:
   if (a)

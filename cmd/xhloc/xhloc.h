@@ -70,6 +70,7 @@ typedef struct BackendOptions {
   const char *dump_to;            /* --dump-to */
   int module_id;                  /* NNNN of the dumps */
   const char *prefix;             /* STAGE_ARTIFACT: -o PREFIX */
+  PhaseTimes *times;              /* --time-passes: the phases' wall times */
 } BackendOptions;
 
 /* Runs m (after the HLO passes and the backend preparation) through buffer
@@ -91,6 +92,6 @@ typedef struct Codegen Codegen;
  * them and renamed into place only when everything succeeded: an error
  * leaves no new file behind. */
 bool artifact_files_write(Artifact *a, const char *prefix, const StrBuf *ptx,
-                          Codegen *cg, Diag *d);
+                          Codegen *cg, PhaseTimes *times, Diag *d);
 
 #endif

@@ -114,6 +114,25 @@ void sb_put_escaped(StrBuf *b, const char *s);
 char *sb_detach(StrBuf *b);                       /* caller frees */
 
 /*
+ * phase_time.c: wall-clock timers of a compilation's phases (--time-passes).
+ * A NULL PhaseTimes records nothing.
+ */
+typedef struct PhaseTime {
+  const char *name;               /* not copied: a string literal */
+  double seconds;
+  int runs;
+} PhaseTime;
+typedef Vec(PhaseTime) PhaseTimes;
+
+double clock_seconds(void);                       /* CLOCK_MONOTONIC */
+/* Adds seconds to the phase `name` (a new row the first time). */
+void phase_add(PhaseTimes *t, const char *name, double seconds);
+/* phase_add(t, name, now - t0); returns now, the next phase's t0. */
+double phase_since(PhaseTimes *t, const char *name, double t0);
+/* "title:", then a row per phase: runs, seconds, share of the total. */
+void phase_print(const PhaseTimes *t, const char *title, FILE *out);
+
+/*
  * hashmap.c: string-keyed open-addressing map.  Keys are not copied: they
  * must outlive the map (arena strings).  Insertion order is not kept.
  */

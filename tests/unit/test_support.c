@@ -618,3 +618,50 @@ Test(arena, large_arenas_zeroed_and_aligned) {
   cr_assert_gt(arena_bytes_used(a), (size_t)20 << 20);
   arena_free(a);
 }
+
+/* ---- phase timers (phase_time.c) ------------------------------------------ */
+
+Test(phase_time, adds_to_rows_in_first_seen_order) {
+  PhaseTimes t = {0};
+  phase_add(&t, "parse", 0.25);
+  phase_add(&t, "codegen", 0.5);
+  phase_add(&t, "parse", 0.25);
+  cr_assert_eq(t.len, 2);
+  cr_assert_str_eq(t.data[0].name, "parse");
+  cr_assert_eq(t.data[0].runs, 2);
+  cr_assert_float_eq(t.data[0].seconds, 0.5, 1e-12);
+  cr_assert_str_eq(t.data[1].name, "codegen");
+  cr_assert_eq(t.data[1].runs, 1);
+  vec_free(&t);
+}
+
+Test(phase_time, null_records_nothing_and_since_returns_now) {
+  phase_add(NULL, "x", 1.0);
+  double t0 = clock_seconds();
+  double t1 = phase_since(NULL, "x", t0);
+  cr_assert_geq(t1, t0);
+  PhaseTimes t = {0};
+  double t2 = phase_since(&t, "y", t1);
+  cr_assert_geq(t2, t1);
+  cr_assert_eq(t.len, 1);
+  cr_assert_float_eq(t.data[0].seconds, t2 - t1, 1e-12);
+  vec_free(&t);
+}
+
+Test(phase_time, prints_rows_shares_and_total) {
+  PhaseTimes t = {0};
+  phase_add(&t, "parse", 0.25);
+  phase_add(&t, "llvm code generation", 0.75);
+  Captured c;
+  capture_begin(&c);
+  phase_print(&t, "compile phases", c.f);
+  char *s = capture_end(&c);
+  cr_assert_str_eq(s,
+                   "compile phases:\n"
+                   "  phase                                          runs    seconds      %\n"
+                   "  parse                                             1   0.250000   25.0\n"
+                   "  llvm code generation                              1   0.750000   75.0\n"
+                   "  total (phases)                                        1.000000  100.0\n");
+  free(s);
+  vec_free(&t);
+}
