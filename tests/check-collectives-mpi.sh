@@ -26,6 +26,7 @@ passed=0
 failed=0
 
 . tests/mpi.sh   # mpi, have_mpirun, mpi_missing, mpi_brief
+. tests/collective_case.sh   # devices, io
 
 if ! have_mpirun; then
   echo "check-collectives-mpi: FAIL: $mpi_missing"
@@ -55,16 +56,8 @@ for case in "$dir"/*/; do
   case=${case%/}
   name=$(basename "$case")
   [ -f "$case/module.hlo" ] || continue
-  ndev=$(ls "$case" | grep -c '^in0\.[0-9]*\.npy$')
-  [ "$ndev" -gt 0 ] || ndev=$(ls "$case" | grep -c '^out0\.[0-9]*\.npy$')
-  args=()
-  k=0
-  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
-  k=0
-  while [ -f "$case/out$k.0.npy" ]; do
-    args+=("--expected-output=@$case/out$k.{d}.npy")
-    k=$((k + 1))
-  done
+  ndev=$(devices "$case")
+  mapfile -t args < <(io "$case")
   out=$(timeout 120 "${mpi[@]}" -np "$ndev" "$run" --platform=interpreter "$case/module.hlo" \
         "${args[@]}" --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
   rc=$?
@@ -91,16 +84,8 @@ for case in "$dir"/*/; do
     continue
   fi
   grep -q "async=[0-9]" "$tmp/$name.forced.thunks" || continue
-  ndev=$(ls "$case" | grep -c '^in0\.[0-9]*\.npy$')
-  [ "$ndev" -gt 0 ] || ndev=$(ls "$case" | grep -c '^out0\.[0-9]*\.npy$')
-  args=()
-  k=0
-  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
-  k=0
-  while [ -f "$case/out$k.0.npy" ]; do
-    args+=("--expected-output=@$case/out$k.{d}.npy")
-    k=$((k + 1))
-  done
+  ndev=$(devices "$case")
+  mapfile -t args < <(io "$case")
   out=$(timeout 120 "${mpi[@]}" -np "$ndev" "$run" "$tmp/$name.forced.thunks" "${args[@]}" \
         --atol=1e-5 --rtol=1e-5 --quiet 2>&1)
   rc=$?

@@ -18,6 +18,7 @@ dir=${XHLOC_COLLECTIVES_TESTDATA:-testdata/collectives}
 run=$bin/xhlo-run
 passed=0
 failed=0
+. tests/collective_case.sh   # io
 
 if [ ! -x "$run" ]; then
   echo "check-collectives: FAIL: $run is missing (run make)"
@@ -28,15 +29,8 @@ fi
 for case in "$dir"/*/; do
   case=${case%/}
   [ -f "$case/module.hlo" ] || continue
-  args=()
-  k=0
-  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
-  k=0
-  while [ -f "$case/out$k.0.npy" ]; do
-    args+=("--expected-output=@$case/out$k.{d}.npy")
-    k=$((k + 1))
-  done
-  if [ "$k" -eq 0 ]; then
+  mapfile -t args < <(io "$case")
+  if [[ "${args[*]}" != *--expected-output=* ]]; then
     failed=$((failed + 1))
     echo "FAIL: $case: no expected outputs"
     continue
@@ -88,14 +82,7 @@ for case in "$dir"/*/; do
     printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
     continue
   fi
-  args=()
-  k=0
-  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
-  k=0
-  while [ -f "$case/out$k.0.npy" ]; do
-    args+=("--expected-output=@$case/out$k.{d}.npy")
-    k=$((k + 1))
-  done
+  mapfile -t args < <(io "$case")
   out=$(timeout 120 "$run" "$tmp/$name.thunks" "${args[@]}" --atol=1e-5 --rtol=1e-5 \
         --quiet 2>&1)
   rc=$?
@@ -123,14 +110,7 @@ for case in "$dir"/*/; do
     printf '%s\n' "$out" | head -n 4 | sed 's/^/    /'
     continue
   fi
-  args=()
-  k=0
-  while [ -f "$case/in$k.0.npy" ]; do args+=("--input=@$case/in$k.{d}.npy"); k=$((k + 1)); done
-  k=0
-  while [ -f "$case/out$k.0.npy" ]; do
-    args+=("--expected-output=@$case/out$k.{d}.npy")
-    k=$((k + 1))
-  done
+  mapfile -t args < <(io "$case")
   out=$(timeout 120 "$run" "$tmp/$name.forced.thunks" "${args[@]}" --atol=1e-5 --rtol=1e-5 \
         --compare --quiet 2>&1)
   rc=$?

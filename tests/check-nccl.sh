@@ -74,24 +74,7 @@ else
 fi
 
 # ---- the collectives cases on mock GPUs -----------------------------------------
-# devices CASE: replica_count x num_partitions of its module
-devices() {
-  local h r p
-  h=$(grep -m1 '^HloModule' "$1/module.hlo")
-  r=$(printf '%s' "$h" | sed -n 's/.*replica_count=\([0-9]*\).*/\1/p')
-  p=$(printf '%s' "$h" | sed -n 's/.*num_partitions=\([0-9]*\).*/\1/p')
-  echo $(( ${r:-1} * ${p:-1} ))
-}
-# io CASE: the --input and --expected-output options of a case
-io() {
-  local k=0
-  while [ -f "$1/in$k.0.npy" ]; do printf '%s\n' "--input=@$1/in$k.{d}.npy"; k=$((k + 1)); done
-  k=0
-  while [ -f "$1/out$k.0.npy" ]; do
-    printf '%s\n' "--expected-output=@$1/out$k.{d}.npy"
-    k=$((k + 1))
-  done
-}
+. tests/collective_case.sh   # devices, io
 ran=0 ran_one=0 kernels=0
 for case in "$dir"/*/; do
   case=${case%/}

@@ -32,13 +32,7 @@ trap 'rm -rf "$t"' EXIT
 # What xhloc refuses (check-collectives.sh says why).
 refused=" hand_all_reduce_custom "
 
-devices() { # CASE: replica_count x num_partitions of its module
-  local h r p
-  h=$(grep -m1 '^HloModule' "$1/module.hlo")
-  r=$(printf '%s' "$h" | sed -n 's/.*replica_count=\([0-9]*\).*/\1/p')
-  p=$(printf '%s' "$h" | sed -n 's/.*num_partitions=\([0-9]*\).*/\1/p')
-  echo $(( ${r:-1} * ${p:-1} ))
-}
+. tests/collective_case.sh   # devices, io
 
 compile() { # CASE OUTPREFIX
   local keep=()
@@ -100,11 +94,7 @@ for c in "$src"/*/; do
     art=$prebuilt/$name.thunks
     if [ ! -f "$art" ]; then : >"$t/out"; bad "$name: no prepared $art"; continue; fi
   fi
-  args=()
-  k=0
-  while [ -f "$c/in$k.0.npy" ]; do args+=("--input=@$c/in$k.{d}.npy"); k=$((k + 1)); done
-  k=0
-  while [ -f "$c/out$k.0.npy" ]; do args+=("--expected-output=@$c/out$k.{d}.npy"); k=$((k + 1)); done
+  mapfile -t args < <(io "$c")
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL timeout 300 "$run" "$art" --platform=cuda "${libp[@]}" \
     "${args[@]}" --atol=1e-5 --rtol=1e-5 --quiet >"$t/out" 2>&1
   rc=$?
