@@ -32,6 +32,16 @@
 /*
  * Locations, errors, token helpers
  */
+void parser_init_text(Parser *p, Arena *a, const char *text, Diag *d) {
+  *p = (Parser){0};
+  lex_init(&p->lx, text, strlen(text), false);
+  p->d = d;
+  p->a = a;
+  p->line_ptr = text;
+  p->line_no = 1;
+  lex_next(&p->lx);
+}
+
 Loc parse_loc(Parser *p, const char *at) {
   const char *buf = p->lx.buf;
   if (at < buf)

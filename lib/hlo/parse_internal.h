@@ -66,6 +66,10 @@ typedef struct Parser {
   int line_no;
 } Parser;
 
+/* parse.c: a parser over one NUL-terminated text given alone (a shape, a
+ * literal, a sharding), at its first token */
+void parser_init_text(Parser *p, Arena *a, const char *text, Diag *d);
+
 /* parse.c: locations and errors */
 Loc parse_loc(Parser *p, const char *at);
 bool perr_at(Parser *p, const char *at, const char *fmt, ...) PRINTF_LIKE(3, 4);

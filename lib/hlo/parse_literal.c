@@ -494,13 +494,8 @@ bool parse_literal_with_shape(Parser *p, Literal **out) {
 
 Literal *hlo_parse_literal(Arena *a, const Shape *shape, const char *text,
                            Diag *d) {
-  Parser p = {0};
-  lex_init(&p.lx, text, strlen(text), false);
-  p.d = d;
-  p.a = a;
-  p.line_ptr = text;
-  p.line_no = 1;
-  lex_next(&p.lx);
+  Parser p;
+  parser_init_text(&p, a, text, d);
   Literal *lit = NULL;
   bool ok = parse_literal(&p, shape_clone(a, shape), &lit);
   if (ok && ptok(&p) != TK_EOF)

@@ -592,13 +592,8 @@ char *parse_shape_str(Parser *p, const Shape *s) {
 }
 
 Shape *hlo_parse_shape(Arena *a, const char *text, Diag *d) {
-  Parser p = {0};
-  lex_init(&p.lx, text, strlen(text), false);
-  p.d = d;
-  p.a = a;
-  p.line_ptr = text;
-  p.line_no = 1;
-  lex_next(&p.lx);
+  Parser p;
+  parser_init_text(&p, a, text, d);
   Shape *s = NULL;
   bool ok = parse_shape(&p, &s);
   if (ok && ptok(&p) != TK_EOF)

@@ -258,13 +258,8 @@ bool parse_sharding(Parser *p, Sharding **out) {
 }
 
 Sharding *hlo_parse_sharding(Arena *a, const char *text, Diag *d) {
-  Parser p = {0};
-  lex_init(&p.lx, text, strlen(text), false);
-  p.d = d;
-  p.a = a;
-  p.line_ptr = text;
-  p.line_no = 1;
-  lex_next(&p.lx);
+  Parser p;
+  parser_init_text(&p, a, text, d);
   Sharding *s = NULL;
   bool ok = parse_sharding(&p, &s);
   if (ok && ptok(&p) != TK_EOF)
