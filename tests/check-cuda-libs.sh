@@ -24,10 +24,7 @@ memdrv=$testbin/cuda_memory_mock
 cc=${CC:-cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
+. tests/expect.sh   # ok, bad, driver; passed=0 failed=0
 
 for f in "$drv" "$cbdrv" "$pfdrv" "$memdrv"; do
   if [ ! -x "$f" ]; then
@@ -56,22 +53,8 @@ for f in lib/runtime/cublaslt.c lib/runtime/cudnn.c lib/runtime/platform_cuda.c;
   fi
 done
 
-# driver NAME ARGS...: runs a test driver on the mocks and adds its counts.
-driver() {
-  local name=$1 out rc line
-  shift
-  out=$(LD_LIBRARY_PATH="$mk${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@" 2>&1)
-  rc=$?
-  printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
-  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
-  if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-    passed=$((passed + BASH_REMATCH[1]))
-    failed=$((failed + BASH_REMATCH[2]))
-    if [ "$rc" -ne 0 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then bad "$name exited with $rc"; fi
-  else
-    bad "$name gave no summary (exit $rc)"
-  fi
-}
+# the test drivers, with the mocks first on the loader's path
+export LD_LIBRARY_PATH="$mk${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 driver cuda_libs_mock "$drv" "$mk" "$tmp/search"
 driver cmdbuf_mock "$cbdrv" "$mk"
 mkdir -p "$tmp/prof"

@@ -1,11 +1,18 @@
 # expect.sh - sourced by the shell checks (check-gpu-script.sh,
-# check-nccl.sh): pass/fail counting and `expect`.
+# check-nccl.sh, check-cuda-libs.sh): pass/fail counting, `expect` and
+# `driver`.
 #
 #   expect NAME STATUS PATTERN... -- command...
 #
 # passes (ok) when the command exits with STATUS and its combined output
 # contains every PATTERN (fixed strings; an empty one is ignored); else
 # counts a failure (bad) and shows the first 30 lines of the output.
+#
+#   driver NAME command...
+#
+# runs a C test driver that ends with "N passed, M failed", shows the rest
+# of its output and adds its counts; a driver that gives no such line, or
+# fails with none failed, is a failure.
 passed=0 failed=0
 ok() { passed=$((passed + 1)); }
 bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
@@ -31,4 +38,20 @@ expect() {
     fi
   done
   ok
+}
+
+driver() {
+  local name=$1 out rc line
+  shift
+  out=$("$@" 2>&1)
+  rc=$?
+  printf '%s\n' "$out" | grep -v -E '^[0-9]+ passed, [0-9]+ failed$'
+  line=$(printf '%s\n' "$out" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+  if [[ $line =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+    passed=$((passed + BASH_REMATCH[1]))
+    failed=$((failed + BASH_REMATCH[2]))
+    if [ "$rc" -ne 0 ] && [ "${BASH_REMATCH[2]}" -eq 0 ]; then bad "$name exited with $rc"; fi
+  else
+    bad "$name gave no summary (exit $rc)"
+  fi
 }
