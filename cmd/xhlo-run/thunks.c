@@ -308,7 +308,7 @@ int run_thunks(const RunOpts *o, const char *path) {
       nm = 0;
     }
   }
-  if (nm > 0) interp_prepare(o, mods[0]);
+  if (nm > 0 && o->compare) interp_prepare(o, mods[0]);   /* the interpreter runs it */
   const HloModule *m = nm > 0 ? mods[0] : NULL;
 
   /* inputs: the artifact's parameter leaves */
