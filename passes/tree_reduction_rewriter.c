@@ -14,5 +14,5 @@
 bool pass_tree_reduction_rewriter(HloModule *m, PassContext *ctx) {
   if (ctx->target != PASS_TARGET_HOST)
     return false;
-  return hlo_tree_reductions(m);
+  return hlo_tree_reductions(m, false);
 }

@@ -198,6 +198,28 @@ expect "reduction order in-order" 0 "bf16[] 256" -- "$run" "$red" "--input=$ones
   --reduction-order=in-order
 expect "bad reduction order" 2 "bad value for --reduction-order: tree" -- "$run" "$red" \
   "--input=$ones" --reduction-order=tree
+# an f32 sum XLA's CPU gives its reduction library (add over 4096 elements
+# or more) is reduced in windows of 32 too: 2^25 ones add up to 2^25, where
+# one pass in order stops at 2^24 (16777216 + 1 rounds back to 16777216)
+big=$tmp/big.hlo
+cat >"$big" <<'HLO'
+HloModule big
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  one = f32[] constant(1)
+  x = f32[32768,1024] broadcast(one), dimensions={}
+  z = f32[] constant(0)
+  ROOT r = f32[] reduce(x, z), dimensions={0,1}, to_apply=add
+}
+HLO
+expect "library reduce, xla-cpu order" 0 "f32[] 33554432" -- "$run" "$big"
+expect "library reduce, in order" 0 "f32[] 16777216" -- "$run" "$big" --reduction-order=in-order
 # --compare runs the interpreter in the same order as the host artifact
 if "$xhloc" --target=host "$red" -o "$tmp/red" >/dev/null 2>&1; then
   expect "reduction order compare" 0 "" -- "$run" "$tmp/red.thunks" "--input=$ones" --compare \

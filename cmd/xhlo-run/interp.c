@@ -54,7 +54,7 @@ static void devio_free(DevIo *io) {
 }
 
 void interp_prepare(const RunOpts *o, HloModule *m) {
-  if (!o->reduce_in_order) hlo_tree_reductions(m);
+  if (!o->reduce_in_order) hlo_tree_reductions(m, true);
 }
 
 int run_interpreter(const RunOpts *o, const SrcFile *src) {

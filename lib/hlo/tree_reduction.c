@@ -16,14 +16,17 @@
  * f16 or bf16 sum loses much less to rounding, and an init value that is
  * not the reducer's identity is applied once per window and once more.
  *
- * Left alone, as XLA's CPU leaves them: variadic reduces, and the reduces
- * it gives its reduction library (jaxlib 0.10.2, found by compiling probes
- * and reading which reduces stay whole): f32 and f64 ones whose reducer is
- * add, maximum or minimum of its two parameters, over an input of at least
- * 4096 elements.
+ * Left alone, as XLA's CPU leaves them: variadic reduces, and, unless
+ * asked for them too, the reduces it gives its reduction library (jaxlib
+ * 0.10.2, found by compiling probes and reading which reduces stay whole):
+ * f32 and f64 ones whose reducer is add, maximum or minimum of its two
+ * parameters, over an input of at least 4096 elements.
  *
- * The host target's pass (passes/tree_reduction_rewriter.c) and the
- * interpreter (xhlo-run --reduction-order=xla-cpu, its default) both use it.
+ * The host target's pass (passes/tree_reduction_rewriter.c) leaves the
+ * library reduces to its own vectorized kernels.  The interpreter
+ * (xhlo-run --reduction-order=xla-cpu, its default) rewrites them too: the
+ * library's order is its own, and one pass in order (the alternative) is
+ * the least accurate of all (a sum of 2^25 ones stops at 2^24).
  */
 #include "tree_reduction.h"
 
@@ -57,7 +60,7 @@ static bool reduced(const HloInstr *r, int d) {
   return false;
 }
 
-static bool wants_rewrite(IrEdit *e, const HloInstr *r) {
+static bool wants_rewrite(IrEdit *e, const HloInstr *r, bool library_too) {
   if (r->op != HLO_REDUCE || r->nops != 2 || r->ncalled != 1 ||
       !shape_is_array(r->shape) || !shape_is_array(r->ops[0]->shape) ||
       ir_has_control_deps(e, r) || shape_is_dynamic(r->ops[0]->shape))
@@ -66,7 +69,7 @@ static bool wants_rewrite(IrEdit *e, const HloInstr *r) {
   bool long_dim = false;
   for (int d = 0; d < in->rank; d++)
     long_dim |= reduced(r, d) && in->dims[d] > TREE_WINDOW;
-  return long_dim && !library_reduce(r);
+  return long_dim && (library_too || !library_reduce(r));
 }
 
 static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
@@ -106,7 +109,7 @@ static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
   ir_replace(e, r, nr);
 }
 
-bool hlo_tree_reductions(HloModule *m) {
+bool hlo_tree_reductions(HloModule *m, bool library_too) {
   IrEdit *e = ir_begin(m);
   bool changed = false;
   for (bool again = true; again;) {
@@ -118,7 +121,7 @@ bool hlo_tree_reductions(HloModule *m) {
       int ninstrs = c->ninstrs;
       for (int k = 0; k < ninstrs; k++) {
         HloInstr *i = c->instrs[k];
-        if (ir_removed(i) || !wants_rewrite(e, i))
+        if (ir_removed(i) || !wants_rewrite(e, i, library_too))
           continue;
         rewrite(e, c, i);
         again = changed = true;

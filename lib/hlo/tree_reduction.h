@@ -8,7 +8,8 @@
 #include "hlo.h"
 
 /* Rewrites every reduce of m that XLA's CPU reduces as a tree into
- * reduce-window + reduce, to a fixed point; whether anything changed. */
-bool hlo_tree_reductions(HloModule *m);
+ * reduce-window + reduce, to a fixed point, and with library_too the ones
+ * it gives its reduction library as well; whether anything changed. */
+bool hlo_tree_reductions(HloModule *m, bool library_too);
 
 #endif
