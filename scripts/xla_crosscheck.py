@@ -18,8 +18,16 @@ module each) this:
     the same;
   - on a mismatch, runs XLA's executable again on the same inputs: when XLA
     does not give the same bits twice (a GetRngSeed, memory it leaves
-    unwritten), the module has no reference and is counted apart from the
-    modules XLA ran.
+    unwritten, dynamic sizes read past a buffer), the module has no
+    reference and is counted apart from the modules XLA ran;
+  - then asks XLA twice more: compiled without its YNNPACK library fusions
+    (which drop NaNs in max and min, against HLO's semantics): where that
+    agrees with xhloc, the module matches, and the summary says how many
+    matched so; and for floats, the module with its f32/bf16/f16 arrays
+    made f64 (the exact result, as far as f64 goes): where that result,
+    rounded, is as far from XLA's as xhloc's is, the mismatch reason says
+    that XLA's own rounding error is beyond the tolerance (still a
+    mismatch), with both errors from the exact result.
 Prints one row per module and a summary with every failure reason grouped.
 Run through scripts/xla-crosscheck, which makes the venv with jax.
 """
@@ -200,25 +208,40 @@ def xla_run_one(req, jax, hlo, xla_client, _jax):
         save_npy(p, x)
         inputs.append(x)
         paths.append(p)
-    stablehlo = _jax.mlir.hlo_to_stablehlo(proto)
     dev = jax.devices("cpu")[0]
-    exe = dev.client.compile_and_load(stablehlo, xla_client.DeviceList((dev,)),
-                                      xla_client.CompileOptions())
-    bufs = [jax.device_put(x, dev) for x in inputs]
-    res = exe.execute_sharded(bufs).disassemble_into_single_device_arrays()
+    exe = compile_proto(proto, xla_client.CompileOptions(), jax, xla_client, _jax)
     LAST.clear()
-    LAST.update(exe=exe, inputs=inputs, dev=dev, first=[np.asarray(r[0]).copy() for r in res])
-    outs = []
+    LAST.update(inputs=inputs, dev=dev, results=results, text=text, dir=req["dir"])
+    arrays, why = execute(exe, inputs, dev, results)
+    if arrays is None:  # XLA wrote past a buffer: a fresh worker for the next module
+        return {"status": "fail", "reason": why, "restart": True}
+    LAST.update(exe=exe, first=[a.copy() for a in arrays])
+    return {"status": "ok", "inputs": paths, "outputs": save_results(arrays, req["dir"], "xla")}
+
+
+def execute(exe, inputs, dev, results):
+    """(XLA's results as arrays, dynamic ones at their runtime sizes, None),
+    or (None, why) when a dynamic result's sizes are outside its bounds."""
+    bufs = [jax_device_put(x, dev) for x in inputs]
+    res = exe.execute_sharded(bufs).disassemble_into_single_device_arrays()
+    arrays = []
     for k, r in enumerate(res):
         a = np.asarray(r[0])
         if k < len(results) and results[k].is_array() and results[k].is_dynamic():
             a, why = logical_result(r[0], a, results[k])
-            if a is None:  # XLA wrote past a buffer: a fresh worker for the next module
-                return {"status": "fail", "reason": why, "restart": True}
-        p = os.path.join(req["dir"], "xla%d.npy" % k)
+            if a is None:
+                return None, why
+        arrays.append(a)
+    return arrays, None
+
+
+def save_results(arrays, d, tag):
+    outs = []
+    for k, a in enumerate(arrays):
+        p = os.path.join(d, "%s%d.npy" % (tag, k))
         save_npy(p, a)
         outs.append({"path": p, "dtype": a.dtype.name})
-    return {"status": "ok", "inputs": paths, "outputs": outs}
+    return outs
 
 
 # The worker's last module: its executable, inputs and first results, for
@@ -236,15 +259,69 @@ def same_bits(a, b):
 
 def xla_rerun(jax):
     """Runs the last module again on fresh copies of the same inputs: are
-    XLA's results the same bits?"""
-    if not LAST:
+    XLA's results (dynamic ones at the sizes it reports) the same bits?"""
+    if "exe" not in LAST:
         return {"status": "fail", "reason": "nothing to rerun"}
-    bufs = [jax.device_put(x, LAST["dev"]) for x in LAST["inputs"]]
-    res = LAST["exe"].execute_sharded(bufs).disassemble_into_single_device_arrays()
-    again = [np.asarray(r[0]) for r in res]
-    same = len(again) == len(LAST["first"]) and all(
+    again, _ = execute(LAST["exe"], LAST["inputs"], LAST["dev"], LAST["results"])
+    same = again is not None and len(again) == len(LAST["first"]) and all(
         same_bits(a, b) for a, b in zip(again, LAST["first"]))
     return {"status": "ok", "same": same}
+
+
+# XLA CPU's YNNPACK library fusions (on by default in jaxlib's XLA) depart
+# from HLO's semantics: their max/min drop NaNs.  Asked on a mismatch, the
+# last module compiled without them.
+NO_YNN_FUSIONS = [("xla_cpu_experimental_ynn_fusion_type", "")]
+
+
+def xla_without_ynn(jax, xla_client, _jax):
+    if "exe" not in LAST:
+        return {"status": "fail", "reason": "nothing to rerun"}
+    opts = xla_client.CompileOptions()
+    opts.env_option_overrides = NO_YNN_FUSIONS
+    exe = compile_text(LAST["text"], opts, jax, xla_client, _jax)
+    arrays, why = execute(exe, LAST["inputs"], LAST["dev"], LAST["results"])
+    if arrays is None:
+        return {"status": "fail", "reason": why}
+    return {"status": "ok", "outputs": save_results(arrays, LAST["dir"], "xla-noynn")}
+
+
+LOW_FLOAT = re.compile(r"\b(f32|bf16|f16)(?=\[)")
+
+
+def xla_exact(jax, xla_client, _jax):
+    """The last module with every f32, bf16 and f16 array made f64, run on
+    the same inputs: the exact results as far as f64 rounding goes, saved as
+    exactK.npy (only results whose type changed are meaningful)."""
+    if "exe" not in LAST:
+        return {"status": "fail", "reason": "nothing to rerun"}
+    exe = compile_text(LOW_FLOAT.sub("f64", LAST["text"]), xla_client.CompileOptions(),
+                       jax, xla_client, _jax)
+    wide = [x.astype(np.float64) if x.dtype.kind == "f" or x.dtype.name == "bfloat16" else x
+            for x in LAST["inputs"]]
+    res = exe.execute_sharded([jax_device_put(x, LAST["dev"]) for x in wide]) \
+        .disassemble_into_single_device_arrays()
+    arrays = [np.asarray(r[0]) for r in res]
+    return {"status": "ok", "outputs": save_results(arrays, LAST["dir"], "exact")}
+
+
+def compile_text(text, opts, jax, xla_client, _jax):
+    from jax._src.lib import hlo
+    proto = hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+    return compile_proto(proto, opts, jax, xla_client, _jax)
+
+
+def compile_proto(proto, opts, jax, xla_client, _jax):
+    """XLA CPU's executable for an HloModuleProto, through StableHLO as jax
+    compiles."""
+    dev = jax.devices("cpu")[0]
+    return dev.client.compile_and_load(_jax.mlir.hlo_to_stablehlo(proto),
+                                       xla_client.DeviceList((dev,)), opts)
+
+
+def jax_device_put(x, dev):
+    import jax
+    return jax.device_put(x, dev)
 
 
 def xla_worker():
@@ -262,6 +339,10 @@ def xla_worker():
         try:
             if req.get("rerun"):
                 ans = xla_rerun(jax)
+            elif req.get("without_ynn"):
+                ans = xla_without_ynn(jax, xla_client, _jax)
+            elif req.get("exact"):
+                ans = xla_exact(jax, xla_client, _jax)
             else:
                 LAST.clear()
                 ans = xla_run_one(req, jax, hlo, xla_client, _jax)
@@ -541,6 +622,7 @@ class Row:
         self.xla = self.interp = self.host = "-"
         self.xla_reason = self.interp_reason = self.host_reason = ""
         self.detail = ""
+        self.via = ""  # which matches needed XLA without its YNNPACK fusions
 
     @staticmethod
     def from_json(line):
@@ -572,7 +654,7 @@ def check_module(args, worker, name, text, work):
     note = caveats(text)
     ins = ["--input=@" + p for p in ans["inputs"]]
     xla_outs = ans["outputs"]
-    budget = "--mem-budget=%d" % (4 * (args.budget << 20) + (1 << 30))
+    budget = "--mem-budget=%d" % (8 * (args.budget << 20) + (2 << 30))
 
     def outputs(tag):
         return [os.path.join(d, "%s%d.npy" % (tag, k)) for k in range(len(xla_outs))]
@@ -614,9 +696,69 @@ def check_module(args, worker, name, text, work):
         if again.get("status") == "ok" and not again["same"]:
             row.xla, row.xla_reason = "NOREF", \
                 "XLA's results differ between two runs on the same inputs"
+    if row.xla == "ok" and (row.interp == "MISMATCH" or row.host == "MISMATCH"):
+        second_opinions(args, worker, row, outputs, xla_outs)
     if args.save_sample and row.interp == "ok" and row.host == "ok":
         save_sample(args.save_sample, name, src, ans, xla_outs, args.tolerance)
     return row
+
+
+def second_opinions(args, worker, row, outputs, xla_outs):
+    """For a mismatch: does XLA without its YNNPACK fusions agree with
+    xhloc (then xhloc matches XLA, noted in the row)?  Else, for floats: is
+    XLA's own rounding error beyond the tolerance (the exact result, an f64
+    evaluation of the module rounded to each result's type, is as far from
+    XLA's)?  That adds to the mismatch reason, and says how xhloc's error
+    from the exact result compares with XLA's."""
+    alt = worker.run({"without_ynn": True}, args.timeout)
+    if alt.get("status") == "ok":
+        for tag in ("interp", "host"):
+            if getattr(row, tag) == "MISMATCH" and compare_all(
+                    outputs(tag), alt["outputs"], args.tolerance)[0]:
+                row.detail += "; %s matches XLA without its YNNPACK fusions (XLA's " \
+                    "default: %s)" % (tag, getattr(row, tag + "_reason"))
+                setattr(row, tag, "ok")
+                setattr(row, tag + "_reason", "")
+                row.via = (row.via + "," if row.via else "") + tag + "-without-ynn"
+    if not any(getattr(row, t) == "MISMATCH" and "floats" in getattr(row, t + "_reason")
+               for t in ("interp", "host")):
+        return
+    exact = worker.run({"exact": True}, args.timeout)
+    if exact.get("status") != "ok":
+        return
+    for tag in ("interp", "host"):
+        if getattr(row, tag) == "MISMATCH" and "floats" in getattr(row, tag + "_reason"):
+            verdict = exact_verdict(outputs(tag), xla_outs, exact["outputs"], args.tolerance)
+            if verdict:
+                setattr(row, tag + "_reason", getattr(row, tag + "_reason") + "; " + verdict)
+
+
+def exact_verdict(outs, xla_outs, exact_outs, scale):
+    """'' or the verdict on XLA's own rounding error over the float results
+    that differ from XLA's."""
+    beyond, mine, theirs = False, 0.0, 0.0
+    for o, x, e in zip(outs, xla_outs, exact_outs):
+        want = load_npy(x["path"], dtype_of(x["dtype"]))
+        if want.dtype.kind not in "fc" and not want.dtype.name.startswith(("bfloat", "float")):
+            continue
+        got = load_npy(o, want.dtype)
+        if compare(got, want, scale)[0]:
+            continue
+        truth = np.load(e["path"])
+        if truth.shape != want.shape or truth.dtype.kind not in "fc":
+            return ""
+        rounded = truth.astype(want.dtype)
+        if not compare(rounded, want, scale)[0]:
+            beyond = True
+        fin = np.isfinite(truth)
+        t = truth[fin].astype(np.complex128 if truth.dtype.kind == "c" else np.float64)
+        mine = max(mine, float(np.abs(got[fin].astype(t.dtype) - t).max(initial=0)))
+        theirs = max(theirs, float(np.abs(want[fin].astype(t.dtype) - t).max(initial=0)))
+    if not beyond:
+        return ""
+    return ("XLA's own rounding error is beyond the tolerance: the exact result (f64), "
+            "rounded, differs from XLA's too; max error from it: xhloc %.3g, XLA %.3g"
+            % (mine, theirs))
 
 
 SAMPLE_MAX_BYTES = 256 << 10
@@ -680,10 +822,15 @@ def summarize(rows, out):
     p()
     p("summary: %d modules; %d skipped; XLA failed on %d; XLA ran %d (and %d more whose "
       "results XLA does not repeat)" % (n, len(skipped), len(xfail), len(ran), len(noref)))
-    p("  interpreter matches XLA: %d of %d (%s)" % (interp_ok, len(ran), pct(interp_ok, len(ran))))
-    p("  host compiles: %d of %d (%s); compiles and matches XLA: %d of %d (%s)" %
+    def via(tag):
+        k = sum(tag + "-without-ynn" in r.via.split(",") for r in ran)
+        return (" (%d of them match XLA without its YNNPACK fusions, which drop NaNs in "
+                "max/min; XLA's default differs)" % k) if k else ""
+    p("  interpreter matches XLA: %d of %d (%s)%s" % (interp_ok, len(ran),
+                                                     pct(interp_ok, len(ran)), via("interp")))
+    p("  host compiles: %d of %d (%s); compiles and matches XLA: %d of %d (%s)%s" %
       (host_compiled, len(ran), pct(host_compiled, len(ran)), host_ok, len(ran),
-       pct(host_ok, len(ran))))
+       pct(host_ok, len(ran)), via("host")))
 
     def group(title, items):
         groups = {}
@@ -754,7 +901,8 @@ def main():
     ap.add_argument("--stride", metavar="N", type=int, default=1,
                     help="check every Nth module (after --only), to sample a large corpus")
     ap.add_argument("--budget", metavar="MiB", type=int, default=256,
-                    help="skip modules whose inputs need more than this many MiB (default 256)")
+                    help="skip modules whose inputs need more than this many MiB (default 256); "
+                    "the interpreter may hold 8 times that plus 2 GiB of live arrays")
     ap.add_argument("--timeout", metavar="S", type=int, default=60,
                     help="seconds allowed for each step (XLA, interpreter, compile, run; "
                     "default 60)")
