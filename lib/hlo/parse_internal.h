@@ -131,6 +131,11 @@ bool parse_literal(Parser *p, Shape *shape, Literal **out);
 /* A literal written with its shape first (custom-call literal=). */
 bool parse_literal_with_shape(Parser *p, Literal **out);
 
+/* parse_canonical.c: rewrites the forms XLA's parser accepts that the IR
+ * does not represent (degenerate broadcasts, a convolution window whose size
+ * differs from the kernel's; a warning for the latter), once m is parsed. */
+void parse_canonicalize(HloModule *m, Diag *d);
+
 /* parse_sharding.c */
 bool parse_sharding(Parser *p, Sharding **out);
 

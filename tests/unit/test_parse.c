@@ -1309,3 +1309,65 @@ Test(parse, parameter_list_without_colons) {
   parse_err("HloModule m\nENTRY %e (p0 f32[4] p1) -> f32[4] {\n"
             "  ROOT %p0 = f32[4] parameter(0)\n}\n");
 }
+
+/* A broadcast of a size-1 operand dimension to another size (XLA's parser
+ * takes it, StableHLO expands the dimension) is parsed as a reshape that
+ * drops it and an ordinary broadcast; the new name is fresh in the module. */
+Test(parse, degenerate_broadcast_canonicalized) {
+  HloModule *m = parse1("HloModule m\nENTRY e {\n"
+                        "  p = f32[1,3,1] parameter(0)\n"
+                        "  reshape.7 = f32[3] reshape(p)\n"
+                        "  ROOT b = f32[4,3,1] broadcast(p), dimensions={0,1,2}\n}\n");
+  cr_assert_eq(D.nwarnings, 0);
+  cr_assert(hlo_verify(m, &D), "%s", D.msg);
+  HloInstr *b = find(m, NULL, "b");
+  cr_assert_eq(b->ops[0]->op, HLO_RESHAPE);
+  cr_assert_str_neq(b->ops[0]->name, "reshape.7");
+  cr_assert_eq(b->ops[0]->ops[0], find(m, NULL, "p"));
+  cr_assert_eq(b->ops[0]->shape->rank, 2);
+  cr_assert_eq(b->ops[0]->shape->dims[0], 3);
+  cr_assert_eq(b->ops[0]->shape->dims[1], 1);
+  assert_list(&b->dims, 2, (int64_t[]){1, 2});
+  cr_assert_eq(m->entry->root, b);
+}
+
+/* Broadcasts wrong in another way, or dynamic, are left for the verifier. */
+Test(parse, broadcast_mismatch_left_to_verifier) {
+  HloModule *m = parse1("HloModule m\nENTRY e {\n"
+                        "  p = f32[1,3] parameter(0)\n"
+                        "  ROOT b = f32[4,5] broadcast(p), dimensions={0,1}\n}\n");
+  cr_assert_eq(find(m, NULL, "b")->ops[0], find(m, NULL, "p"));
+  cr_assert_not(hlo_verify(m, &D));
+  cr_assert(strstr(D.msg, "maps to result dimension"), "%s", D.msg);
+  diag_clear(&D);
+  m = parse1("HloModule m\nENTRY e {\n"
+             "  p = f32[<=1] parameter(0)\n"
+             "  ROOT b = f32[4] broadcast(p), dimensions={0}\n}\n");
+  cr_assert_eq(find(m, NULL, "b")->ops[0], find(m, NULL, "p"));
+  cr_assert_not(hlo_verify(m, &D));
+}
+
+/* A convolution window whose size differs from the kernel's spatial sizes
+ * takes the kernel's (StableHLO has no window size), with one warning. */
+Test(parse, convolution_window_takes_kernel_size) {
+  HloModule *m = parse1("HloModule m\nENTRY e {\n"
+                        "  x = f32[1,8,8,3] parameter(0)\n"
+                        "  k = f32[3,2,3,4] parameter(1)\n"
+                        "  ROOT c = f32[1,6,7,4] convolution(x, k), "
+                        "window={size=2x5}, dim_labels=b01f_01io->b01f\n}\n");
+  cr_assert_eq(D.nwarnings, 1);
+  cr_assert(hlo_verify(m, &D), "%s", D.msg);
+  const Window *w = find(m, NULL, "c")->conv->window;
+  cr_assert_eq(w->dims[0].size, 3);
+  cr_assert_eq(w->dims[1].size, 2);
+  /* Labels that do not fit the kernel: left for the verifier. */
+  int warned = D.nwarnings;
+  m = parse1("HloModule m\nENTRY e {\n"
+             "  x = f32[1,8,3] parameter(0)\n"
+             "  k = f32[3,2,3,4] parameter(1)\n"
+             "  ROOT c = f32[1,6,4] convolution(x, k), "
+             "window={size=2}, dim_labels=b0f_0io->b0f\n}\n");
+  cr_assert_eq(D.nwarnings, warned);
+  cr_assert_eq(find(m, NULL, "c")->conv->window->dims[0].size, 2);
+  cr_assert_not(hlo_verify(m, &D));
+}
