@@ -228,6 +228,49 @@ else
   bad "xhloc --target=host $red"
 fi
 
+# --- sort order ----------------------------------------------------------------------
+# 17 keys full of ties, sorted unstably with their positions: XLA's CPU
+# (std::sort: one partition, then an insertion sort) leaves the ties in the
+# order testdata/eval/xla_sort_unstable.hlo got from XLA; --sort-order=stable
+# keeps them in input order, as the host kernel does (and so --compare).
+so=$tmp/sort_order.hlo
+cat >"$so" <<'HLO'
+HloModule sort_order
+
+lt {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT r = pred[] compare(a, b), direction=LT
+}
+
+ENTRY e {
+  k = s32[17] parameter(0)
+  v = s32[17] parameter(1)
+  s = (s32[17], s32[17]) sort(k, v), dimensions={0}, to_apply=lt
+  ROOT p = s32[17] get-tuple-element(s), index=1
+}
+HLO
+sk="--input=17xs32=0 2 2 0 1 0 1 2 1 0 2 0 0 0 2 2 2"
+sv="--input=17xs32=$(seq -s ' ' 0 16)"
+expect "sort order default" 0 "{0, 3, 5, 9, 13, 11, 12, 4, 6, 8, 16, 15, 14, 10, 7, 2, 1}" -- \
+  "$run" "$so" "$sk" "$sv"
+expect "sort order xla-cpu" 0 "{0, 3, 5, 9, 13, 11, 12, 4, 6, 8, 16, 15, 14, 10, 7, 2, 1}" -- \
+  "$run" "$so" "$sk" "$sv" --sort-order=xla-cpu
+expect "sort order stable" 0 "{0, 3, 5, 9, 11, 12, 13, 4, 6, 8, 1, 2, 7, 10, 14, 15, 16}" -- \
+  "$run" "$so" "$sk" "$sv" --sort-order=stable
+expect "bad sort order" 2 "bad value for --sort-order: quick" -- "$run" "$so" "$sk" "$sv" \
+  --sort-order=quick
+if "$xhloc" --target=host "$so" -o "$tmp/so" >/dev/null 2>&1; then
+  expect "sort order compare" 0 "" -- "$run" "$tmp/so.thunks" "$sk" "$sv" --compare \
+    --atol=0 --rtol=0 --quiet
+  expect "sort order compare xla-cpu" 1 "9 of 17 elements differ" -- "$run" "$tmp/so.thunks" \
+    "$sk" "$sv" --compare --atol=0 --rtol=0 --quiet --sort-order=xla-cpu
+else
+  bad "xhloc --target=host $so"
+fi
+
 # --- usage -------------------------------------------------------------------------
 expect "help" 0 "usage: xhlo-run" -- "$run" --help
 expect "version" 0 "xhlo-run " -- "$run" --version

@@ -3,7 +3,8 @@
  * (a .hlo file, or the original HLO embedded in a .thunks artifact) and runs
  * its entry computation on the reference interpreter (lib/eval), within the
  * memory and time budgets, its reduces in XLA's CPU order unless
- * --reduction-order=in-order.
+ * --reduction-order=in-order and its sorts in XLA's CPU order unless
+ * --sort-order=stable (lib/eval/sort.c).
  *
  * A module with replica_count x num_partitions > 1 runs on that many
  * devices (threads, meeting at collectives).  Each device d takes its own
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../lib/hlo/topk_sorts.h"
 #include "../../lib/hlo/tree_reduction.h"
 #include "xhlo_run.h"
 
@@ -55,6 +57,12 @@ static void devio_free(DevIo *io) {
 
 void interp_prepare(const RunOpts *o, HloModule *m) {
   if (!o->reduce_in_order) hlo_tree_reductions(m, true);
+  if (o->sort_order != SORT_ORDER_STABLE) hlo_mark_topk_sorts(m);
+}
+
+bool interp_sort_stable(const RunOpts *o, bool for_compare) {
+  if (o->sort_order == SORT_ORDER_UNSET) return for_compare;
+  return o->sort_order == SORT_ORDER_STABLE;
 }
 
 int run_interpreter(const RunOpts *o, const SrcFile *src) {
@@ -153,6 +161,7 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   EvalOptions eo;
   eval_options_default(&eo);
   eo.rng_seed = o->seed;
+  eo.sort_stable_order = interp_sort_stable(o, false);
   eo.mem_budget = budget;
   eo.time_budget = o->time_budget;
   EvalStatus st;

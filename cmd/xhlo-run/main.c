@@ -9,7 +9,7 @@
  *            [--profile]
  *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
  *            [--tf32=on|off] [--streams=N] [--sync-each-thunk]
- *            [--reduction-order=xla-cpu|in-order]
+ *            [--reduction-order=xla-cpu|in-order] [--sort-order=xla-cpu|stable]
  *
  * Option parsing and the choice of runner only: interp.c, thunks.c and
  * common.c do the work with lib/eval and lib/runtime.  Exit 0 on success, 1
@@ -151,6 +151,14 @@ static const char usage_text[] =
   "                         sums match XLA's CPU and the\n"
   "                         host artifact; in-order: one pass over the input in\n"
   "                         row-major order, as XLA's evaluator does\n"
+  "  --sort-order=xla-cpu|stable  the interpreter's sorts: xla-cpu (the\n"
+  "                         default, but for --compare) orders the ties of an\n"
+  "                         is_stable=false sort as XLA's CPU runtime does\n"
+  "                         (libstdc++'s std::sort) and sorts a lone\n"
+  "                         f32/f64/bf16/integer operand with a plain GE\n"
+  "                         comparator as GT, as XLA does; stable (the default\n"
+  "                         for --compare) is the compiled kernels' order: a\n"
+  "                         stable merge sort with the comparator as written\n"
   "  --quiet                do not print results\n"
   "  --help                 this text\n"
   "  --version              the version\n"
@@ -174,7 +182,7 @@ enum {
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
   OPT_COMMAND_BUFFERS, OPT_TF32, OPT_STREAMS, OPT_SYNC_EACH, OPT_DEVICE_RESIDENT,
-  OPT_TRACE, OPT_REDUCTION_ORDER,
+  OPT_TRACE, OPT_REDUCTION_ORDER, OPT_SORT_ORDER,
 };
 
 static const struct option long_opts[] = {
@@ -203,6 +211,7 @@ static const struct option long_opts[] = {
   {"sync-each-thunk", no_argument, 0, OPT_SYNC_EACH},
   {"device-resident", no_argument, 0, OPT_DEVICE_RESIDENT},
   {"reduction-order", required_argument, 0, OPT_REDUCTION_ORDER},
+  {"sort-order", required_argument, 0, OPT_SORT_ORDER},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
   {0, 0, 0, 0},
@@ -321,6 +330,11 @@ int main(int argc, char **argv) {
       if (strcmp(optarg, "xla-cpu") != 0 && strcmp(optarg, "in-order") != 0)
         usage_error("bad value for --reduction-order: %s (xla-cpu or in-order)", optarg);
       ro.reduce_in_order = strcmp(optarg, "in-order") == 0;
+      break;
+    case OPT_SORT_ORDER:
+      if (strcmp(optarg, "xla-cpu") != 0 && strcmp(optarg, "stable") != 0)
+        usage_error("bad value for --sort-order: %s (xla-cpu or stable)", optarg);
+      ro.sort_order = strcmp(optarg, "stable") == 0 ? SORT_ORDER_STABLE : SORT_ORDER_XLA_CPU;
       break;
     case OPT_SYNC_EACH: ro.sync_each_thunk = true; break;
     case OPT_DEVICE_RESIDENT: ro.device_resident = true; break;

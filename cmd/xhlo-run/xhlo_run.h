@@ -19,6 +19,10 @@
 #include "../../lib/eval/eval.h"
 #include "../../lib/runtime/platform.h"
 
+/* The interpreter's sorts (--sort-order): not given is XLA's CPU order,
+ * but the compiled kernels' (stable) order for --compare. */
+enum { SORT_ORDER_UNSET, SORT_ORDER_XLA_CPU, SORT_ORDER_STABLE };
+
 typedef struct RunOpts {
   StrVec *inputs, *outputs, *expected;
   bool random_inputs, quiet;
@@ -26,6 +30,7 @@ typedef struct RunOpts {
   double atol, rtol, time_budget;
   int64_t mem_budget;
   bool reduce_in_order;           /* --reduction-order=in-order */
+  int sort_order;                 /* --sort-order: SORT_ORDER_* */
   /* compiled artifacts */
   const char *platform;           /* "host", "cuda", "interpreter"; NULL: the
                                      artifact's target */
@@ -55,8 +60,12 @@ typedef struct RunOpts {
 int run_interpreter(const RunOpts *o, const SrcFile *src);
 /* A parsed and verified module made ready for the interpreter: its reduces
  * put in XLA's CPU order (lib/hlo/tree_reduction.c) unless
- * --reduction-order=in-order. */
+ * --reduction-order=in-order, the sorts XLA's CPU runs as its TopK marked
+ * stable (lib/hlo/topk_sorts.c) unless --sort-order=stable. */
 void interp_prepare(const RunOpts *o, HloModule *m);
+/* Whether the interpreter sorts in the compiled kernels' stable order
+ * (--sort-order; for_compare: the interpreter checks an artifact). */
+bool interp_sort_stable(const RunOpts *o, bool for_compare);
 
 /*
  * thunks.c

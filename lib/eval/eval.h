@@ -40,6 +40,11 @@ typedef struct EvalOptions {
   int64_t mem_budget;             /* bytes of live values; <= 0: unlimited */
   double time_budget;             /* seconds; <= 0: unlimited */
   uint64_t rng_seed;              /* what GetRngSeed gives (the rng op follows XLA's keys) */
+  /* Sorts in the order of the compiled kernels (a stable merge sort, also
+   * for is_stable=false, the comparator as written) instead of XLA's CPU
+   * order (std::sort's ties for is_stable=false; a lone operand's
+   * greater-or-equal comparator as greater-than, see sort.c). */
+  bool sort_stable_order;
   int64_t replica_id, partition_id; /* for replica-id / partition-id */
   /* The devices of a multi-device run meet here (eval_module_devices sets
    * it; lib/support/rendezvous.h); NULL: this device is alone, and

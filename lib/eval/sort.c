@@ -2,17 +2,25 @@
  * sort.c - sort (several operands, any dimension, comparator computation)
  * and topk.
  *
- * Every 1-D slice along the sort dimension is sorted by a stable merge sort
- * of an index permutation, calling the comparator as
- * less(lhs_0, rhs_0, lhs_1, rhs_1, ...); the permutation is then applied to
- * every operand.  A stable sort is a correct answer for is_stable=false too
- * and keeps results deterministic.  topk orders by the total order of the
- * values (NaN largest), ties by lower index first.
+ * Every 1-D slice along the sort dimension is sorted as a permutation of
+ * its positions, calling the comparator as less(lhs_0, rhs_0, lhs_1, rhs_1,
+ * ...); the permutation is then applied to every operand.  The order is
+ * XLA's CPU runtime's: is_stable=true is a stable merge sort (the one stable
+ * order), is_stable=false std::sort's introsort (introsort.c), whose ties
+ * come out in XLA's order.  XLA also sorts a lone f32, f64, bf16 or integer
+ * operand whose comparator is just compare(p0, p1) with direction LT or GE
+ * (not a float TOTALORDER one, which it expands first) with std::less or
+ * std::greater of the values: a GE comparator sorts as GT (ties kept in
+ * order by a stable sort, not reversed).  With EvalOptions.sort_stable_order
+ * every sort is the merge sort and the comparator is taken as written, the
+ * compiled kernels' order.  topk orders by the total order of the values
+ * (NaN largest), ties by lower index first.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "evalp.h"
+#include "introsort.h"
 
 #define MAX_RANK 64
 #define MAX_OPS 64
@@ -165,6 +173,26 @@ static bool less(SortCtx *c, int64_t x, int64_t y) {
   return r != 0;
 }
 
+static bool perm_less(void *ctx, int64_t x, int64_t y) { return less(ctx, x, y); }
+
+/* XLA's CPU sorts this sort with std::greater (or std::less, the parameters
+ * swapped) of the values in place of a greater-or-equal comparator: one
+ * operand of f32, f64, bf16 (sorted as f32) or an integer type of 8 bits or
+ * more, and a comparator of two parameters whose root is compare(p0, p1) or
+ * compare(p1, p0), direction GE (its ThunkEmitter::MatchSortDirection after
+ * the comparison expander has rewritten the float TOTALORDER ones). */
+static bool xla_strict_ge(const HloInstr *i) {
+  const HloComp *c = i->called[0];
+  const HloInstr *r = c->root;
+  if (i->nops != 1 || c->nparams != 2 || r->op != HLO_COMPARE || r->nops != 2 ||
+      r->cmp_dir != CMP_GE || r->ops[0]->op != HLO_PARAMETER || r->ops[1]->op != HLO_PARAMETER ||
+      r->ops[0]->param_number == r->ops[1]->param_number)
+    return false;
+  ElemType et = i->ops[0]->shape->et;
+  if (et == ET_F32 || et == ET_F64 || et == ET_BF16) return r->cmp_type != CMPT_TOTALORDER;
+  return et_is_int(et) && et_bits(et) >= 8;
+}
+
 static void merge_sort(SortCtx *c, int64_t *p, int64_t *tmp, int64_t len) {
   /* bottom-up, stable: take from the right run only when strictly less */
   for (int64_t w = 1; w < len && !c->failed; w *= 2) {
@@ -245,6 +273,8 @@ EvalValue *eval_sort(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     SortCtx c = {.ev = ev, .f = f, .n = n, .stride = inner};
     for (int k = 0; k < n; k++) c.eb[k] = et_bytes(i->ops[k]->shape->et);
     c.fast = fast_comparator(i->called[0], f, n);
+    bool xla_order = !ev->o.sort_stable_order;
+    if (xla_order && c.fast.ok && c.fast.dir == CMP_GE && xla_strict_ge(i)) c.fast.dir = CMP_GT;
     uint8_t *keys = NULL;
     if (c.fast.ok) {
       keys = ev_scratch(ev, i, 2 * (len + 1) * 8);
@@ -263,7 +293,8 @@ EvalValue *eval_sort(Eval *ev, const HloInstr *i, EvalValue *const *a) {
         for (int k = 0; k < n; k++) c.base[k] = a[k]->data + off * c.eb[k];
         if (c.fast.ok && !extract_keys(&c, len)) { ok = false; break; }
         for (int64_t j = 0; j < len; j++) perm[j] = j;
-        merge_sort(&c, perm, tmp, len);
+        if (i->is_stable || !xla_order) merge_sort(&c, perm, tmp, len);
+        else introsort_perm(perm, len, perm_less, &c);
         if (c.failed) { ok = false; break; }
         for (int k = 0; k < n; k++) {
           int eb = c.eb[k];

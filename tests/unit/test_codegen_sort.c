@@ -7,7 +7,9 @@
  * zeros of both signs, so that the order of equal keys (stability) and the
  * comparator's handling of NaN and -0 show in the results.  The host kernel
  * runs on them laid out as the parameters' layouts say and must give the
- * interpreter's results bit for bit; the NVPTX kernel of the same module
+ * interpreter's results bit for bit, the interpreter sorting in the
+ * kernels' stable order (EvalOptions.sort_stable_order: XLA's CPU ties of
+ * an unstable sort are another order); the NVPTX kernel of the same module
  * must pass ptxas -arch=sm_90 and, under the SIMT emulator of
  * codegen_test_util.h (clang-19), give the same bits.
  */
@@ -101,6 +103,7 @@ static void check_on(const char *hlo, bool emulate) {
   }
   EvalOptions eo;
   eval_options_default(&eo);
+  eo.sort_stable_order = true;    /* the kernels' order, not XLA's ties */
   Literal *expect;
   cr_assert(eval_module(m, np, args, A, &eo, &expect, &D, NULL), "eval: %s", D.msg);
   Literal **el;
