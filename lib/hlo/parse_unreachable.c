@@ -8,9 +8,10 @@
  * them; a test file may hold helpers nothing calls, some of them invalid.
  * xhloc does the same: such a computation, with everything only it leads
  * to, leaves the module before the verifier, the passes and the printer see
- * it, so errors inside it are never reported.  One warning names each
- * unreachable computation that no other unreachable one calls, at its
- * position.  Errors the parser itself finds (syntax, an undefined name, a
+ * it, so errors inside it are never reported.  One warning per module
+ * names the first unreachable computation that no other unreachable one
+ * calls, at its position, and counts the others (a test file may hold
+ * hundreds).  Errors the parser itself finds (syntax, an undefined name, a
  * signature that does not match its root) stay errors wherever they are.
  */
 #include "parse_internal.h"
@@ -48,14 +49,22 @@ void parse_drop_unreachable(HloModule *m, Diag *d) {
       }
   }
   int n = 0;
+  const HloComp *first = NULL;
   for (int k = 0; k < m->ncomps; k++) {
     HloComp *c = m->comps[k];
     if (mark[k] == 1)
       m->comps[n++] = c;
-    else if (mark[k] == 0)
-      diag_warn(d, c->loc, "computation '%s' is not reachable from the entry "
-                "computation; dropped, as XLA does", c->name);
+    else if (mark[k] == 0 && !first)
+      first = c;
   }
+  int others = m->ncomps - n - 1;
+  if (first && others == 0)
+    diag_warn(d, first->loc, "computation '%s' is not reachable from the "
+              "entry computation; dropped, as XLA does", first->name);
+  else if (first)
+    diag_warn(d, first->loc, "computation '%s' and %d more are not reachable "
+              "from the entry computation; dropped, as XLA does", first->name,
+              others);
   m->ncomps = n;
   vec_free(&stack);
   free(mark);
