@@ -905,6 +905,7 @@ static bool parse_module(Parser *p, HloModule *m) {
   m->entry = entry ? entry : last;
   m->entry->is_entry = true;
   name_wrapped(p);
+  parse_drop_unreachable(m, p->d);
   parse_canonicalize(m, p->d);
   return true;
 }

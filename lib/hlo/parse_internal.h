@@ -136,6 +136,10 @@ bool parse_literal_with_shape(Parser *p, Literal **out);
  * differs from the kernel's; a warning for the latter), once m is parsed. */
 void parse_canonicalize(HloModule *m, Diag *d);
 
+/* parse_unreachable.c: drops the computations the entry cannot reach, with
+ * a warning, as XLA does before it verifies and compiles. */
+void parse_drop_unreachable(HloModule *m, Diag *d);
+
 /* parse_sharding.c */
 bool parse_sharding(Parser *p, Sharding **out);
 

@@ -1371,3 +1371,56 @@ Test(parse, convolution_window_takes_kernel_size) {
   cr_assert_eq(find(m, NULL, "c")->conv->window->dims[0].size, 2);
   cr_assert_not(hlo_verify(m, &D));
 }
+
+/*
+ * Computations the entry cannot reach are dropped after parsing
+ */
+static const char *const UNREACHABLE_TEXT =
+    "HloModule m\n"
+    "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+    "  ROOT s = f32[] add(x, y)\n}\n"
+    "tuple_map {\n  a = f32[] parameter(0)\n  ROOT t = (f32[]) tuple(a)\n}\n"
+    "dead_leaf {\n  p = f32[4] parameter(0)\n"
+    "  ROOT m = f32[4] map(p), dimensions={0}, to_apply=tuple_map\n}\n"
+    "dead_top {\n  p = f32[4] parameter(0)\n"
+    "  c = f32[4] call(p), to_apply=dead_leaf\n  z = f32[] constant(0)\n"
+    "  ROOT r = f32[] reduce(c, z), dimensions={0}, to_apply=add\n}\n"
+    "%s {\n  p = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+    "  ROOT r = f32[] reduce(p, z), dimensions={0}, to_apply=add\n}\n";
+
+static void check_unreachable_dropped(const char *entry_header) {
+  char text[1024];
+  snprintf(text, sizeof text, UNREACHABLE_TEXT, entry_header);
+  HloModule *m = parse1(text);
+  /* One warning, for dead_top (which takes dead_leaf and tuple_map with
+   * it), at its name; add, which the entry calls too, stays. */
+  cr_assert_eq(D.nwarnings, 1);
+  cr_assert_eq(m->ncomps, 2);
+  cr_assert_str_eq(m->comps[0]->name, "add");
+  cr_assert_eq(m->comps[1], m->entry);
+  cr_assert_null(hlo_module_find_comp(m, "dead_top"));
+  cr_assert_null(hlo_module_find_comp(m, "tuple_map"));
+  /* tuple_map's invalid map is never verified. */
+  cr_assert(hlo_verify(m, &D), "%s", D.msg);
+}
+
+Test(parse, unreachable_computations_dropped) {
+  check_unreachable_dropped("ENTRY main");
+}
+
+/* Without ENTRY the last computation is the entry, as in XLA. */
+Test(parse, unreachable_computations_dropped_without_entry_marker) {
+  check_unreachable_dropped("main");
+}
+
+Test(parse, reachable_invalid_computation_still_refused) {
+  HloModule *m = parse1(
+      "HloModule m\n"
+      "tuple_map {\n  a = f32[] parameter(0)\n  ROOT t = (f32[]) tuple(a)\n}\n"
+      "ENTRY e {\n  p = f32[4] parameter(0)\n"
+      "  ROOT m = f32[4] map(p), dimensions={0}, to_apply=tuple_map\n}\n");
+  cr_assert_eq(D.nwarnings, 0);
+  cr_assert_eq(m->ncomps, 2);
+  cr_assert_not(hlo_verify(m, &D));
+  cr_assert_eq(D.loc.line, 8);
+}
