@@ -220,6 +220,36 @@ ENTRY e {
 HLO
 expect "library reduce, xla-cpu order" 0 "f32[] 33554432" -- "$run" "$big"
 expect "library reduce, in order" 0 "f32[] 16777216" -- "$run" "$big" --reduction-order=in-order
+# and, as XLA's library does, it applies the init value once (its windows
+# start from the reducer's identity): 8192 ones and init 5 give 8197, where
+# an init in each of the 256 windows would give 9477
+init=$tmp/init.hlo
+cat >"$init" <<'HLO'
+HloModule init
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+max {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+
+ENTRY e {
+  one = f32[] constant(1)
+  x = f32[8192] broadcast(one), dimensions={}
+  i = f32[] parameter(0)
+  s = f32[] reduce(x, i), dimensions={0}, to_apply=add
+  m = f32[] reduce(x, i), dimensions={0}, to_apply=max
+  ROOT t = (f32[], f32[]) tuple(s, m)
+}
+HLO
+expect "library reduce, init once" 0 "f32[] 8197" -- "$run" "$init" --input=5
+expect "library reduce, max with init" 0 "f32[] 5" -- "$run" "$init" --input=5
 # --compare runs the interpreter in the same order as the host artifact
 if "$xhloc" --target=host "$red" -o "$tmp/red" >/dev/null 2>&1; then
   expect "reduction order compare" 0 "" -- "$run" "$tmp/red.thunks" "--input=$ones" --compare \

@@ -26,8 +26,13 @@
  * library reduces to its own vectorized kernels.  The interpreter
  * (xhlo-run --reduction-order=xla-cpu, its default) rewrites them too: the
  * library's order is its own, and one pass in order (the alternative) is
- * the least accurate of all (a sum of 2^25 ones stops at 2^24).
+ * the least accurate of all (a sum of 2^25 ones stops at 2^24).  But the
+ * library applies the init value once, as a plain reduce does: its windows
+ * start from the reducer's identity (-0, -inf, +inf) and only the final
+ * reduce takes the init.
  */
+#include <math.h>
+
 #include "tree_reduction.h"
 
 #include "ir_edit.h"
@@ -60,21 +65,36 @@ static bool reduced(const HloInstr *r, int d) {
   return false;
 }
 
+static bool long_reduced_dim(const HloInstr *r, const Shape *s) {
+  for (int d = 0; d < s->rank; d++)
+    if (reduced(r, d) && s->dims[d] > TREE_WINDOW)
+      return true;
+  return false;
+}
+
 static bool wants_rewrite(IrEdit *e, const HloInstr *r, bool library_too) {
   if (r->op != HLO_REDUCE || r->nops != 2 || r->ncalled != 1 ||
       !shape_is_array(r->shape) || !shape_is_array(r->ops[0]->shape) ||
       ir_has_control_deps(e, r) || shape_is_dynamic(r->ops[0]->shape))
     return false;
-  const Shape *in = r->ops[0]->shape;
-  bool long_dim = false;
-  for (int d = 0; d < in->rank; d++)
-    long_dim |= reduced(r, d) && in->dims[d] > TREE_WINDOW;
-  return long_dim && (library_too || !library_reduce(r));
+  return long_reduced_dim(r, r->ops[0]->shape) &&
+         (library_too || !library_reduce(r));
 }
 
-static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
+/* The identity of a library reduce's reducer (add, maximum or minimum). */
+static double identity(const HloInstr *r) {
+  switch (r->called[0]->root->op) {
+  case HLO_MAXIMUM: return -INFINITY;
+  case HLO_MINIMUM: return INFINITY;
+  default: return -0.0; /* -0 + x is x for every x, +0 included */
+  }
+}
+
+/* One level of the tree: reduce-window(x, init) with windows of up to 32
+ * (SAME padding) along the dimensions r reduces. */
+static HloInstr *window_level(IrEdit *e, HloComp *c, const HloInstr *r,
+                              HloInstr *x, HloInstr *init) {
   Arena *a = ir_arena(e);
-  HloInstr *x = r->ops[0], *init = r->ops[1];
   const Shape *in = x->shape;
   Window *w = ARENA_NEW(a, Window);
   w->ndims = in->rank;
@@ -104,7 +124,24 @@ static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
   rw->ncalled = 1;
   rw->called = ARENA_ARRAY(a, HloComp *, 1);
   rw->called[0] = r->called[0];
-  HloInstr *nr = ir_reduce(e, c, rw, init, r->dims.n, r->dims.v, r->called[0]);
+  return rw;
+}
+
+/* A reduce XLA reduces itself: one level here, the rest at the next round
+ * of the fixed point (each level's windows take the init, as XLA's
+ * rewriter does).  A library reduce: every level at once from the
+ * reducer's identity, the init only in the final reduce. */
+static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
+  HloInstr *x = r->ops[0], *init = r->ops[1];
+  if (library_reduce(r)) {
+    HloInstr *id = ir_scalar(e, c, init->shape->et, identity(r));
+    do
+      x = window_level(e, c, r, x, id);
+    while (long_reduced_dim(r, x->shape));
+  } else {
+    x = window_level(e, c, r, x, init);
+  }
+  HloInstr *nr = ir_reduce(e, c, x, init, r->dims.n, r->dims.v, r->called[0]);
   nr->shape = r->shape;
   ir_replace(e, r, nr);
 }
