@@ -250,6 +250,25 @@ ENTRY e {
 HLO
 expect "library reduce, init once" 0 "f32[] 8197" -- "$run" "$init" --input=5
 expect "library reduce, max with init" 0 "f32[] 5" -- "$run" "$init" --input=5
+# the interpreter's large products share their row blocks among threads;
+# the bits do not depend on how many (--threads, XHLO_NUM_THREADS)
+mm=$tmp/mm.hlo
+cat >"$mm" <<'HLO'
+HloModule mm
+
+ENTRY e {
+  a = f32[400,300] parameter(0)
+  b = f32[300,500] parameter(1)
+  ROOT d = f32[400,500] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+HLO
+for t in 1 3; do
+  "$run" "$mm" --random-inputs --threads=$t --quiet "--output=@$tmp/mm$t.npy" || bad "dot, --threads=$t"
+done
+XHLO_NUM_THREADS=2 "$run" "$mm" --random-inputs --quiet "--output=@$tmp/mm2.npy" ||
+  bad "dot, XHLO_NUM_THREADS=2"
+if cmp -s "$tmp/mm1.npy" "$tmp/mm3.npy" && cmp -s "$tmp/mm1.npy" "$tmp/mm2.npy"; then ok
+else bad "dot: results differ between 1, 2 and 3 threads"; fi
 # --compare runs the interpreter in the same order as the host artifact
 if "$xhloc" --target=host "$red" -o "$tmp/red" >/dev/null 2>&1; then
   expect "reduction order compare" 0 "" -- "$run" "$tmp/red.thunks" "--input=$ones" --compare \

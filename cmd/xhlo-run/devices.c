@@ -150,6 +150,7 @@ static int compare_devices(const RunOpts *o, const Artifact *a, Dev *devs, int n
   eval_options_default(&eo);
   eo.rng_seed = o->seed;
   eo.sort_stable_order = interp_sort_stable(o, true);
+  eo.threads = o->threads;
   bool ran;
   if (xg && xg->self >= 0) {
     int64_t parts = mods[0]->num_partitions > 0 ? mods[0]->num_partitions : 1;

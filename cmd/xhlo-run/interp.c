@@ -162,6 +162,7 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
   eval_options_default(&eo);
   eo.rng_seed = o->seed;
   eo.sort_stable_order = interp_sort_stable(o, false);
+  eo.threads = o->threads;
   eo.mem_budget = budget;
   eo.time_budget = o->time_budget;
   EvalStatus st;

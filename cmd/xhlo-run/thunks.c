@@ -139,6 +139,7 @@ static int compare(const RunOpts *o, const HloModule *m, Literal **leaf_vals, Li
   eval_options_default(&eo);
   eo.rng_seed = o->seed;
   eo.sort_stable_order = interp_sort_stable(o, true);
+  eo.threads = o->threads;
   eo.mem_budget = host_budget(o);
   eo.time_budget = o->time_budget;
   Literal *ref = NULL, **refs = NULL;

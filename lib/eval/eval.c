@@ -63,6 +63,17 @@ typedef struct EvalCtx {
   PlanCache plans;
 } EvalCtx;
 
+ThreadPool *ev_pool(Eval *ev) {
+  if (!ev->pool_made) {
+    ev->pool_made = true;
+    int n = ev->o.threads > 0 ? ev->o.threads
+            : ev->o.world || ev->o.exchange ? 1
+                                             : thread_pool_default_threads(0);
+    ev->pool = thread_pool_new(n);
+  }
+  return ev->pool;
+}
+
 void eval_options_default(EvalOptions *o) {
   memset(o, 0, sizeof *o);
   o->rng_seed = 42;
@@ -818,6 +829,7 @@ bool eval_computation(const HloModule *m, const HloComp *c, int nargs,
   vec_free(&ctx->plans.all);
   hashmap_free(&ctx->plans.by_name);
   ev_rng_free(ev);
+  thread_pool_free(ev->pool);
   st->peak_bytes = ev->peak_bytes;
   if (ok) st->kind = EVAL_OK;
   else if (st->kind == EVAL_OK) st->kind = EVAL_ERR_INVALID;

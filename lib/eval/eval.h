@@ -45,6 +45,10 @@ typedef struct EvalOptions {
    * order (std::sort's ties for is_stable=false; a lone operand's
    * greater-or-equal comparator as greater-than, see sort.c). */
   bool sort_stable_order;
+  /* Threads for the large matrix products of dot and convolution (the
+   * bits do not depend on it): <= 0 means XHLO_NUM_THREADS when set, else
+   * one per CPU, for a device alone (world and exchange NULL), else 1. */
+  int threads;
   int64_t replica_id, partition_id; /* for replica-id / partition-id */
   /* The devices of a multi-device run meet here (eval_module_devices sets
    * it; lib/support/rendezvous.h); NULL: this device is alone, and

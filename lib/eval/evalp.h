@@ -28,6 +28,7 @@
 
 #include "eval.h"
 #include "../support/rendezvous.h"
+#include "../runtime/thread_pool.h"
 
 /* C11's CMPLX/CMPLXF build a complex from parts without arithmetic (so
  * infinities and NaNs stay as given); glibc's <complex.h> defines them
@@ -76,7 +77,14 @@ typedef struct Eval {
    * nothing else holds its buffer, so the handler may write its result
    * into it (see ev_steal). */
   uint64_t steal;
+  /* The matrix products' threads (ev_pool), made on first need. */
+  ThreadPool *pool;
+  bool pool_made;
 } Eval;
+
+/* The pool for a large product's row blocks (EvalOptions.threads), NULL
+ * for one thread. */
+ThreadPool *ev_pool(Eval *ev);
 
 /*
  * value.c: values, budgets, errors, element access and lanes

@@ -21,6 +21,11 @@
  * for a plain product (0 + p is p, and -0 + ... is what the plain loop
  * gives too, since it also starts from +0).
  *
+ * Threads: the row blocks of each (column panel, k chunk) step are shared
+ * among the interpreter's threads (ev_pool) when the step is large; a
+ * block writes only its own rows of C, each element still receives its
+ * products in increasing k, so the bits are those of one thread.
+ *
  * Blocking, as BLIS does it: columns in panels of GEMM_NC, k in chunks of
  * GEMM_KC whose B panel is packed into [chunk][GEMM_NR] strips (zero
  * padded past N), rows in blocks of GEMM_MC, and a GEMM_MR x GEMM_NR
@@ -33,6 +38,19 @@
 #include "evalp.h"
 
 enum { GEMM_MR = 6, GEMM_KC = 256, GEMM_MC = 96, GEMM_NC = 2048 };
+
+/* Multiply-adds of one (column panel, k chunk) step from which its row
+ * blocks are shared among the interpreter's threads (ev_pool). */
+#define GEMM_THREADED_MACS ((int64_t)1 << 21)
+
+/* One (column panel, k chunk) step of the product, for blocks_T. */
+typedef struct GemmStep {
+  const void *const *arows;
+  const bool *valid;
+  const void *bp;
+  void *C;
+  int64_t ldc, M, n0, nc, k0, kc;
+} GemmStep;
 
 typedef float vf32 __attribute__((vector_size(32), aligned(4)));
 typedef double vf64 __attribute__((vector_size(32), aligned(8)));
@@ -113,6 +131,25 @@ typedef double vf64 __attribute__((vector_size(32), aligned(8)));
         memcpy(c + r * ldc, t + r * NR_##T, (size_t)nr * sizeof(T));          \
   }                                                                            \
                                                                                \
+  /* The row blocks [lo, hi) of one (column panel, k chunk) step. */         \
+  static void blocks_##T(void *ctx, int64_t lo, int64_t hi) {                  \
+    const GemmStep *g = ctx;                                                   \
+    const T *bp = g->bp;                                                       \
+    T *C = g->C;                                                               \
+    for (int64_t b = lo; b < hi; b++) {                                        \
+      int64_t m1 = b * GEMM_MC;                                                \
+      int64_t mc = g->M - m1 < GEMM_MC ? g->M - m1 : GEMM_MC;                  \
+      for (int64_t j = 0; j < g->nc; j += NR_##T) {                            \
+        const T *panel = bp + (j / NR_##T) * NR_##T * g->kc;                   \
+        int64_t nr = g->nc - j < NR_##T ? g->nc - j : NR_##T;                  \
+        for (int64_t m = m1; m < m1 + mc; m += GEMM_MR)                        \
+          tile_##T(g->kc, (const T *const *)g->arows, g->valid, m,             \
+                   m1 + mc - m < GEMM_MR ? m1 + mc - m : GEMM_MR, g->k0,       \
+                   panel, C + m * g->ldc + g->n0 + j, g->ldc, nr);             \
+      }                                                                        \
+    }                                                                          \
+  }                                                                            \
+                                                                               \
   bool ev_gemm_##T(Eval *ev, const HloInstr *i, int64_t M, int64_t N,          \
                    int64_t K, const T *const *arows, const bool *valid,        \
                    const T *B, int64_t sk, int64_t sn, T *C, int64_t ldc) {    \
@@ -123,6 +160,10 @@ typedef double vf64 __attribute__((vector_size(32), aligned(8)));
     int64_t bytes = npan * NR_##T * kcap * (int64_t)sizeof(T);                 \
     T *bp = ev_scratch(ev, i, bytes);                                          \
     if (!bp) return false;                                                     \
+    int64_t nblocks = (M + GEMM_MC - 1) / GEMM_MC;                             \
+    ThreadPool *pool =                                                         \
+        nblocks > 1 && M * ncap * kcap >= GEMM_THREADED_MACS ? ev_pool(ev)     \
+                                                             : NULL;           \
     bool ok = true;                                                            \
     for (int64_t n0 = 0; n0 < N && ok; n0 += GEMM_NC) {                        \
       int64_t nc = N - n0 < GEMM_NC ? N - n0 : GEMM_NC;                        \
@@ -132,17 +173,17 @@ typedef double vf64 __attribute__((vector_size(32), aligned(8)));
           pack_##T(B, sk, sn, k0, kc, n0 + j,                                  \
                    nc - j < NR_##T ? nc - j : NR_##T,                          \
                    bp + (j / NR_##T) * NR_##T * kc);                           \
-        for (int64_t m1 = 0; m1 < M && ok; m1 += GEMM_MC) {                    \
-          int64_t mc = M - m1 < GEMM_MC ? M - m1 : GEMM_MC;                    \
-          for (int64_t j = 0; j < nc; j += NR_##T) {                           \
-            const T *panel = bp + (j / NR_##T) * NR_##T * kc;                  \
-            int64_t nr = nc - j < NR_##T ? nc - j : NR_##T;                    \
-            for (int64_t m = m1; m < m1 + mc; m += GEMM_MR)                    \
-              tile_##T(kc, arows, valid, m,                                    \
-                       m1 + mc - m < GEMM_MR ? m1 + mc - m : GEMM_MR, k0,      \
-                       panel, C + m * ldc + n0 + j, ldc, nr);                  \
-          }                                                                    \
+        GemmStep g = {.arows = (const void *const *)arows, .valid = valid,     \
+                      .bp = bp, .C = C, .ldc = ldc, .M = M, .n0 = n0,          \
+                      .nc = nc, .k0 = k0, .kc = kc};                           \
+        if (pool) {                                                            \
+          thread_pool_run(pool, nblocks, blocks_##T, &g);                      \
           ok = ev_check_time(ev, i);                                           \
+        } else {                                                               \
+          for (int64_t b = 0; b < nblocks && ok; b++) {                        \
+            blocks_##T(&g, b, b + 1);                                          \
+            ok = ev_check_time(ev, i);                                         \
+          }                                                                    \
         }                                                                      \
       }                                                                        \
     }                                                                          \
