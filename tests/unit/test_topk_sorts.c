@@ -31,8 +31,9 @@ TestSuite(topk_sorts, .fini = teardown);
 /* A module whose entry sorts x (ET[4,64]) with the iota `second` (a
  * broadcast of the 1-D iota i1, or alone when NULL) by `cmp`, then `uses`
  * (HLO lines using r, the sort); whether hlo_mark_topk_sorts marked the
- * sort stable. */
+ * sort stable.  The module of the previous call is freed first. */
 static bool marked(const char *et, const char *cmp, const char *second, const char *uses) {
+  teardown(); /* a test may ask several times */
   char text[4096];
   char sorted[256];
   if (second)
