@@ -29,6 +29,7 @@ void codegen_options_default(CodegenOptions *o) {
   o->target = CG_TARGET_NVPTX;
   o->opt_level = 2;
   o->fast_math = true;
+  o->host_routines = true;
 }
 
 static const char *const known_archs[] = {
@@ -192,6 +193,7 @@ void codegen_free(Codegen *cg) {
     LLVMContextDispose(cg->ctx);
   if (cg->aff)
     aff_ctx_free(cg->aff);
+  hashmap_free(&cg->vector_fns);
   free(cg->arch);
   free(cg->host_features);
   free(cg->libdevice_path);
@@ -380,8 +382,11 @@ void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
 
 void cg_kernel_end(CgKernel *k) {
   LLVMBuildRetVoid(k->cg->b);
-  if (!k->scalar)
+  if (!k->scalar) {
+    size_t n;
     k->cg->nvector++;
+    hashmap_put(&k->cg->vector_fns, LLVMGetValueName2(k->fn, &n), k->fn);
+  }
   free(k->in);
   free(k->in_shapes);
   k->in = k->out = NULL;
@@ -420,16 +425,26 @@ static const HloInstr *find_hero(const HloInstr *instr) {
   return r;
 }
 
-/* Deletes a half-built kernel so the module stays valid. */
-static void drop_kernel(Codegen *cg, const char *name) {
+bool codegen_host_routines(const Codegen *cg) {
+  return !cg->is_gpu && cg->opts.host_routines;
+}
+
+/* Deletes function `name`, which a vector kernel no longer counts. */
+static void drop_fn(Codegen *cg, const char *name) {
   LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
-  if (fn)
-    LLVMDeleteFunction(fn);
+  if (!fn)
+    return;
+  if (hashmap_delete(&cg->vector_fns, name))
+    cg->nvector--;
+  LLVMDeleteFunction(fn);
+}
+
+void codegen_drop_kernel(Codegen *cg, const char *name) {
+  drop_fn(cg, name);
   StrBuf body;
   sb_init(&body);
   sb_printf(&body, "%s.body", name);
-  if ((fn = LLVMGetNamedFunction(cg->mod, body.s)))
-    LLVMDeleteFunction(fn);
+  drop_fn(cg, body.s);
   sb_free(&body);
 }
 
@@ -475,7 +490,7 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
   else
     ok = cg_emit_loop_kernel(cg, i, name, ld, d);
   if (!ok)
-    drop_kernel(cg, name);
+    codegen_drop_kernel(cg, name);
   if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled)) {
     /* a shape the hero's emitter does not handle (an epilogue, several
      * outputs): the loop kernel computes reduces elementally; when it
@@ -490,7 +505,7 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     if (ok)
       diag_clear(d);
     else
-      drop_kernel(cg, name);
+      codegen_drop_kernel(cg, name);
     diag_clear(&d2);
   }
   return ok;

@@ -35,8 +35,7 @@ static bool is_param(const HloInstr *i, int n) {
   return i->op == HLO_PARAMETER && i->param_number == n;
 }
 
-/* XLA's CPU hands this reduce to its reduction library. */
-static bool library_reduce(const HloInstr *r) {
+bool hlo_reduce_is_library(const HloInstr *r) {
   const Shape *in = r->ops[0]->shape;
   ElemType et = r->shape->et;
   if ((et != ET_F32 && et != ET_F64) || r->ops[1]->shape->et != et ||
@@ -66,7 +65,7 @@ static bool wants_rewrite(IrEdit *e, const HloInstr *r) {
   bool long_dim = false;
   for (int d = 0; d < in->rank; d++)
     long_dim |= reduced(r, d) && in->dims[d] > TREE_WINDOW;
-  return long_dim && !library_reduce(r);
+  return long_dim && !hlo_reduce_is_library(r);
 }
 
 static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
