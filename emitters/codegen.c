@@ -792,9 +792,44 @@ static bool system_link(const char *path, const char *bytes, size_t len, Diag *d
   return ok;
 }
 
+/* No function or variable is defined: nothing for LLVM to compile. */
+static bool module_empty(Codegen *cg) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f))
+      return false;
+  for (LLVMValueRef g = LLVMGetFirstGlobal(cg->mod); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g))
+      return false;
+  return true;
+}
+
+/* Writes so_len bytes of so to path (mode 0777 before the umask). */
+static bool write_so(const char *path, const unsigned char *so, size_t so_len, Diag *d) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0777);
+  bool ok = fd >= 0 && write_all(fd, (const char *)so, so_len);
+  ok = fd >= 0 && close(fd) == 0 && ok;
+  if (!ok)
+    diag_error(d, (Loc){0}, "codegen: cannot write %s: %s", path, strerror(errno));
+  return ok;
+}
+
 bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
   if (cg->is_gpu)
     return diag_error(d, (Loc){0}, "codegen: a shared object asked of a GPU module");
+  unsigned char *so = NULL;
+  size_t so_len = 0;
+  char why[200];
+  /* a module without kernels (routines only, library calls only): an empty
+   * shared object, without LLVM's code generation (its set-up alone is
+   * most of such a module's compile) */
+  if (!cg->opts.system_linker && module_empty(cg) &&
+      host_link_empty_so(&so, &so_len, why, sizeof why)) {
+    double t0 = clock_seconds();
+    bool ok = write_so(path, so, so_len, d);
+    free(so);
+    phase_since(cg->opts.times, "link and write the shared object", t0);
+    return ok;
+  }
   if (!finalize(cg, d))
     return false;
   LLVMMemoryBufferRef buf;
@@ -803,18 +838,11 @@ bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
   const char *bytes = LLVMGetBufferStart(buf);
   size_t len = LLVMGetBufferSize(buf);
   bool ok;
-  unsigned char *so = NULL;
-  size_t so_len = 0;
-  char why[200];
   double t0 = clock_seconds();
   /* xhloc's own linker (host_link.c) unless the system one is asked for or
    * the object holds something it does not handle */
   if (!cg->opts.system_linker && host_link_so(bytes, len, &so, &so_len, why, sizeof why)) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0777);
-    ok = fd >= 0 && write_all(fd, (const char *)so, so_len);
-    ok = fd >= 0 && close(fd) == 0 && ok;
-    if (!ok)
-      diag_error(d, (Loc){0}, "codegen: cannot write %s: %s", path, strerror(errno));
+    ok = write_so(path, so, so_len, d);
     free(so);
   } else {
     ok = system_link(path, bytes, len, d);
