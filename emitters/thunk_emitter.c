@@ -9,7 +9,11 @@
  *                                        allocation as its last argument);
  *                                        on the host, one that may join the
  *                                        kernel thunk before it as a chain
- *                                        (thunk_chain.h) joins it
+ *                                        (thunk_chain.h) joins it; on the
+ *                                        host, a plain reduce or top-k that
+ *                                        no chain took becomes a routine
+ *                                        thunk (host_routine.h), its kernel
+ *                                        dropped
  *   copy with equal layouts           -> a copy thunk
  *   while                             -> copies init -> loop state, then a
  *                                        while thunk (cond and body sequences;

@@ -3,20 +3,21 @@
  *
  * The loops are written with GNU C vector types of 16 bytes (4 floats),
  * which any GCC or Clang target lowers to its own vector instructions (SSE2
- * on a baseline x86-64, NEON on AArch64), so that xhlo-run needs no compiler
- * flags for them.  The work splits into units of at least GRAIN elements (whole
- * rows; a column reduction's tiles of TILE columns) run on the thread pool;
- * every unit computes its own outputs, so the bits do not depend on the
- * number of threads.
+ * on a baseline x86-64, NEON on AArch64), so that xhlo-run needs no
+ * compiler flags for them.  The work splits into units of at least GRAIN
+ * elements (whole rows; a column reduction's tiles of TILE columns) run on
+ * the thread pool; every unit computes its own outputs, so the bits do not
+ * depend on the number of threads.
  *
  * Reduce.  A row (inner == 1) goes into 32 partial results, 4 lanes of
  * eight vectors, combined in a fixed tree, then with the init value.  A
- * column tile of TILE columns goes 32 at a time (eight vector registers)
- * down all the rows, combining each row into its accumulators, which start
- * at the init value, in order.  Maximum and minimum select with a vector
- * comparison; a NaN, which the comparison would drop, is noted, and the
- * output then takes the first NaN of its elements, as the interpreter's
- * in-order reduction does.
+ * column tile keeps one accumulator per column, starting at the init
+ * value, and combines the rows into them in order, BLOCK rows at a time
+ * (the loads of rows far apart in flight together; one row at a time ran
+ * at half the speed of an LLVM kernel that holds the tile in registers).
+ * Maximum and minimum select with a vector comparison; a NaN, which the
+ * comparison would drop, is noted, and the output then takes the first NaN
+ * of its elements, as the interpreter's in-order reduction does.
  *
  * Top-k.  The row's best k so far are kept in order (keys of the total
  * order as signed integers, with their positions); an element better than
@@ -118,18 +119,17 @@ static inline __attribute__((always_inline)) float row_reduce(RoutineOp op, cons
 }
 
 /* Columns [0, w) (w <= TILE) at x (rows `inner` apart) into y: y[b] = init
- * op x[0][b] op x[1][b] ... in order.  The accumulators are an array that
- * each row's vectors are combined into: placed in buf where its addresses
- * differ from the row's in bits 10 and 11, so that no load of a row looks
- * to the CPU like it may depend on the store into the accumulators before
- * it (4 KiB aliasing: rows a multiple of 4 KiB apart made every load wait
- * for the accumulator's store, 4x slower). */
+ * op x[0][b] op x[1][b] ... in order.  The accumulators (and NaN marks)
+ * live in buf, 2 KiB away from the row's addresses modulo 4 KiB, so that no
+ * load of a row looks to the CPU as if it might read the accumulators'
+ * last store (4 KiB aliasing: with rows a multiple of 4 KiB apart, every
+ * load waited for that store, 4x slower). */
 static inline __attribute__((always_inline)) void column_reduce(
     RoutineOp op, const float *x, float *y, int64_t size, int64_t inner, int64_t w,
     float init, v4f *buf) {
   uintptr_t want = ((uintptr_t)x + 2048) & 4095, have = (uintptr_t)buf & 4095;
   v4f *acc = (v4f *)(void *)((char *)buf + ((want - have) & 4095 & ~(uintptr_t)15));
-  v4i nan[TILE / 4];
+  v4i *nan = (v4i *)(void *)(acc + TILE / 4);
   int64_t nv = w / 4, tail = w - nv * 4;
   float tacc[4];
   for (int64_t j = 0; j < nv; j++) {
@@ -211,7 +211,7 @@ static void reduce_rows(const Job *j, int64_t lo, int64_t hi) {
 static void reduce_columns(const Job *j, int64_t lo, int64_t hi) {
   const RoutineDesc *r = j->r;
   float init = (float)r->init;
-  v4f buf[(4096 + TILE * 4) / sizeof(v4f)];   /* room to place TILE accumulators */
+  v4f buf[(4096 + 2 * TILE * 4) / sizeof(v4f)];  /* room to place the accumulators */
   for (int64_t u = lo; u < hi; u++) {
     int64_t a = u / j->tiles, b0 = u % j->tiles * TILE;
     int64_t w = r->inner - b0 < TILE ? r->inner - b0 : TILE;
