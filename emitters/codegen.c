@@ -15,6 +15,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "../lib/eval/eval.h"
@@ -45,6 +46,27 @@ static bool arch_known(const char *a) {
   return false;
 }
 
+/*
+ * LLVM's loop strength reduction, a pass of x86 code generation, took 10-
+ * 35% of a host module's compile (callgrind: 34% of softmax's, 31% of a
+ * transformer block's, 17% of a sort's) for no run time the benchmark
+ * measures (bench/xla-compare's 23 programs, one thread: within the noise,
+ * the elementwise and transposing kernels a little faster without it).
+ * LLVM-C sets it only as a process-wide option (-disable-lsr), so the first
+ * host target machine of a process turns it off for the rest of it.  xhloc
+ * compiles for one target per run; a process that makes GPU modules after
+ * host ones (the unit tests) builds their PTX without it too, which ptxas
+ * optimizes again anyway.
+ */
+static void host_llvm_options(void) {
+  static bool done;
+  if (done)
+    return;
+  const char *argv[] = {"xhloc", "-disable-lsr"};
+  LLVMParseCommandLineOptions(2, argv, NULL);
+  done = true;
+}
+
 static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
   const char *triple;
   char *def_triple = NULL;
@@ -65,6 +87,7 @@ static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
     LLVMInitializeX86Target();
     LLVMInitializeX86TargetMC();
     LLVMInitializeX86AsmPrinter();
+    host_llvm_options();
     def_triple = LLVMGetDefaultTargetTriple();
     triple = def_triple;
     reloc = LLVMRelocPIC;
