@@ -1,16 +1,17 @@
 /*
  * routine_host.c - the routines of routine.h on the host CPU.
  *
- * The loops are written with GNU C vector types of 16 bytes (4 floats),
- * which any GCC or Clang target lowers to its own vector instructions (SSE2
- * on a baseline x86-64, NEON on AArch64), so that xhlo-run needs no
- * compiler flags for them.  The work splits into units of at least GRAIN
+ * The loops are written with GNU C vector types of 64 bytes (16 floats),
+ * which any GCC or Clang target lowers to its own vector instructions (four
+ * SSE2 registers on a baseline x86-64, NEON on AArch64), so that xhlo-run
+ * needs no compiler flags for them; on x86-64 they are compiled again for
+ * AVX2 and AVX-512, the CPU's best chosen at load time (ROUTINE_CLONES).  The work splits into units of at least GRAIN
  * elements (whole rows; a column reduction's tiles of TILE columns) run on
  * the thread pool; every unit computes its own outputs, so the bits do not
  * depend on the number of threads.
  *
- * Reduce.  A row (inner == 1) goes into 32 partial results, 4 lanes of
- * eight vectors, combined in a fixed tree, then with the init value.  A
+ * Reduce.  A row (inner == 1) goes into 64 partial results, 16 lanes of
+ * four vectors, combined in a fixed order, then with the init value.  A
  * column tile keeps one accumulator per column, starting at the init
  * value, and combines the rows into them in order, BLOCK rows at a time
  * (the loads of rows far apart in flight together; one row at a time ran
@@ -22,9 +23,9 @@
  * Top-k.  The row's best k so far are kept in order (keys of the total
  * order as signed integers, with their positions); an element better than
  * the last of them is inserted after every kept one it does not beat, so
- * ties keep the lower position first.  Once k are kept, eight elements at a
- * time are compared with the last one and skipped together when none beats
- * it, which is almost all of a long row.
+ * ties keep the lower position first.  Once k are kept, a vector of
+ * elements at a time is compared with the last one and skipped together
+ * when none beats it, which is almost all of a long row.
  */
 #include "routine.h"
 
@@ -33,31 +34,50 @@
 
 #include "thread_pool.h"
 
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
+typedef float vf __attribute__((vector_size(64)));
+typedef int32_t vi __attribute__((vector_size(64)));
 
+enum { L = 16 };                  /* floats in a vector */
 enum { GRAIN = 32768, TILE = 256, BLOCK = 8, TOPK_STACK = 64 };
 
-static inline v4f load4(const float *p) {
-  v4f v;
-  memcpy(&v, p, sizeof v);
-  return v;
+/* The routines' loops again for AVX2 and AVX-512 on x86-64, chosen when
+ * xhlo-run starts (GCC's and Clang's function multiversioning). */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define ROUTINE_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", \
+                                                    "default")))
+#else
+#define ROUTINE_CLONES
+#endif
+
+/* The helpers take vectors by pointer (by value, the ABI of a 64-byte
+ * vector would depend on the target) and are always inlined, into each
+ * clone. */
+#define INLINE static inline __attribute__((always_inline))
+
+INLINE void vload(vf *v, const float *p) {
+  memcpy(v, p, sizeof *v);
 }
 
-static inline v4f splat4(float x) {
-  return (v4f){x, x, x, x};
+INLINE void vsplat(vf *v, float x) {
+  for (int l = 0; l < L; l++)
+    (*v)[l] = x;
 }
 
-/* op(a, x) lane by lane; maximum and minimum keep a where x is NaN. */
-static inline __attribute__((always_inline)) v4f vop(RoutineOp op, v4f a, v4f x) {
-  if (op == ROUTINE_ADD)
-    return a + x;
-  v4i take = op == ROUTINE_MAX ? (a < x) : (x < a);
-  return (v4f)(((v4i)x & take) | ((v4i)a & ~take));
+/* *a = op(*a, *x) lane by lane; maximum and minimum keep *a where *x is NaN
+ * (the caller notes the NaN).  *nan: lanes where *x is NaN (maximum and
+ * minimum only). */
+INLINE void vop(RoutineOp op, vf *a, const vf *x, vi *nan) {
+  if (op == ROUTINE_ADD) {
+    *a += *x;
+    return;
+  }
+  *nan |= *x != *x;
+  vi take = op == ROUTINE_MAX ? (*a < *x) : (*x < *a);
+  *a = (vf)(((vi)*x & take) | ((vi)*a & ~take));
 }
 
 /* The interpreter's step, NaN included. */
-static inline __attribute__((always_inline)) float sop(RoutineOp op, float a, float x) {
+INLINE float sop(RoutineOp op, float a, float x) {
   if (op == ROUTINE_ADD)
     return a + x;
   if (a != a)
@@ -69,10 +89,12 @@ static inline __attribute__((always_inline)) float sop(RoutineOp op, float a, fl
   return x < a ? x : a;
 }
 
-static inline bool any_lane(v4i m) {
-  uint64_t w[2];
-  memcpy(w, &m, sizeof w);
-  return (w[0] | w[1]) != 0;
+INLINE bool any_lane(const vi *m) {
+  uint64_t w[sizeof *m / 8], o = 0;
+  memcpy(w, m, sizeof w);
+  for (size_t k = 0; k < sizeof w / 8; k++)
+    o |= w[k];
+  return o != 0;
 }
 
 /* The first NaN of n elements at stride st (there is one). */
@@ -84,35 +106,34 @@ static float first_nan(const float *p, int64_t n, int64_t st) {
 }
 
 /* init op p[0] op ... op p[n-1], reassociated as the top comment says. */
-static inline __attribute__((always_inline)) float row_reduce(RoutineOp op, const float *p,
-                                                              int64_t n, float init) {
-  float id = op == ROUTINE_ADD ? -0.0f : init;
-  v4f a[8];
-  for (int j = 0; j < 8; j++)
-    a[j] = splat4(id);
-  v4i nan = {0};
+INLINE float row_reduce(RoutineOp op, const float *p, int64_t n, float init) {
+  vf a0, a1, a2, a3, x;
+  vi nan = {0};
+  vsplat(&a0, op == ROUTINE_ADD ? -0.0f : init);
+  a1 = a2 = a3 = a0;
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int j = 0; j < 8; j++) {
-      v4f x = load4(p + i + 4 * j);
-      if (op != ROUTINE_ADD)
-        nan |= x != x;
-      a[j] = vop(op, a[j], x);
-    }
+  for (; i + 4 * L <= n; i += 4 * L) {
+    vload(&x, p + i);
+    vop(op, &a0, &x, &nan);
+    vload(&x, p + i + L);
+    vop(op, &a1, &x, &nan);
+    vload(&x, p + i + 2 * L);
+    vop(op, &a2, &x, &nan);
+    vload(&x, p + i + 3 * L);
+    vop(op, &a3, &x, &nan);
   }
-  for (; i + 4 <= n; i += 4) {
-    v4f x = load4(p + i);
-    if (op != ROUTINE_ADD)
-      nan |= x != x;
-    a[0] = vop(op, a[0], x);
+  for (; i + L <= n; i += L) {
+    vload(&x, p + i);
+    vop(op, &a0, &x, &nan);
   }
-  if (op != ROUTINE_ADD && any_lane(nan))
+  if (op != ROUTINE_ADD && any_lane(&nan))
     return first_nan(p, n, 1);
-  v4f t = vop(op, vop(op, vop(op, a[0], a[1]), vop(op, a[2], a[3])),
-              vop(op, vop(op, a[4], a[5]), vop(op, a[6], a[7])));
-  float l[4];
-  memcpy(l, &t, sizeof l);
-  float s = sop(op, sop(op, l[0], l[2]), sop(op, l[1], l[3]));
+  vop(op, &a0, &a1, &nan);
+  vop(op, &a2, &a3, &nan);
+  vop(op, &a0, &a2, &nan);
+  float s = a0[0];
+  for (int l = 1; l < L; l++)
+    s = sop(op, s, a0[l]);
   for (; i < n; i++)
     s = sop(op, s, p[i]);
   return sop(op, init, s);
@@ -124,17 +145,16 @@ static inline __attribute__((always_inline)) float row_reduce(RoutineOp op, cons
  * load of a row looks to the CPU as if it might read the accumulators'
  * last store (4 KiB aliasing: with rows a multiple of 4 KiB apart, every
  * load waited for that store, 4x slower). */
-static inline __attribute__((always_inline)) void column_reduce(
-    RoutineOp op, const float *x, float *y, int64_t size, int64_t inner, int64_t w,
-    float init, v4f *buf) {
+INLINE void column_reduce(RoutineOp op, const float *x, float *y, int64_t size,
+                          int64_t inner, int64_t w, float init, vf *buf) {
   uintptr_t want = ((uintptr_t)x + 2048) & 4095, have = (uintptr_t)buf & 4095;
-  v4f *acc = (v4f *)(void *)((char *)buf + ((want - have) & 4095 & ~(uintptr_t)15));
-  v4i *nan = (v4i *)(void *)(acc + TILE / 4);
-  int64_t nv = w / 4, tail = w - nv * 4;
-  float tacc[4];
+  vf *acc = (vf *)(void *)((char *)buf + ((want - have) & 4095 & ~(uintptr_t)63));
+  vi *nan = (vi *)(void *)(acc + TILE / L);
+  int64_t nv = w / L, tail = w - nv * L;
+  float tacc[L];
   for (int64_t j = 0; j < nv; j++) {
-    acc[j] = splat4(init);
-    nan[j] = (v4i){0};
+    vsplat(&acc[j], init);
+    nan[j] = (vi){0};
   }
   for (int64_t j = 0; j < tail; j++)
     tacc[j] = init;
@@ -142,47 +162,37 @@ static inline __attribute__((always_inline)) void column_reduce(
   for (; r + BLOCK <= size; r += BLOCK) {
     const float *row = x + r * inner;
     for (int64_t j = 0; j < nv; j++) {
-      v4f a = acc[j];
-      v4i m = nan[j];
+      vf a = acc[j], v;
+      vi m = nan[j];
       for (int b = 0; b < BLOCK; b++) {
-        v4f v = load4(row + b * inner + 4 * j);
-        if (op != ROUTINE_ADD)
-          m |= v != v;
-        a = vop(op, a, v);
+        vload(&v, row + b * inner + L * j);
+        vop(op, &a, &v, &m);
       }
       acc[j] = a;
       nan[j] = m;
     }
     for (int b = 0; b < BLOCK; b++)
       for (int64_t j = 0; j < tail; j++)
-        tacc[j] = sop(op, tacc[j], row[b * inner + 4 * nv + j]);
+        tacc[j] = sop(op, tacc[j], row[b * inner + L * nv + j]);
   }
   for (; r < size; r++) {
     const float *row = x + r * inner;
-    if (op == ROUTINE_ADD) {
-      for (int64_t j = 0; j < nv; j++)
-        acc[j] += load4(row + 4 * j);
-    } else {
-      for (int64_t j = 0; j < nv; j++) {
-        v4f v = load4(row + 4 * j);
-        nan[j] |= v != v;
-        acc[j] = vop(op, acc[j], v);
-      }
+    for (int64_t j = 0; j < nv; j++) {
+      vf v;
+      vload(&v, row + L * j);
+      vop(op, &acc[j], &v, &nan[j]);
     }
     for (int64_t j = 0; j < tail; j++)
-      tacc[j] = sop(op, tacc[j], row[4 * nv + j]);
+      tacc[j] = sop(op, tacc[j], row[L * nv + j]);
   }
-  memcpy(y, acc, (size_t)nv * sizeof(v4f));
-  memcpy(y + 4 * nv, tacc, (size_t)tail * sizeof(float));
+  memcpy(y, acc, (size_t)nv * sizeof(vf));
+  memcpy(y + L * nv, tacc, (size_t)tail * sizeof(float));
   if (op == ROUTINE_ADD)
     return;
-  for (int64_t j = 0; j < nv; j++) {
-    int32_t m[4];
-    memcpy(m, &nan[j], sizeof m);
-    for (int l = 0; l < 4; l++)
-      if (m[l])
-        y[4 * j + l] = first_nan(x + 4 * j + l, size, inner);
-  }
+  for (int64_t j = 0; j < nv; j++)
+    for (int l = 0; l < L; l++)
+      if (nan[j][l])
+        y[L * j + l] = first_nan(x + L * j + l, size, inner);
 }
 
 typedef struct Job {
@@ -192,7 +202,7 @@ typedef struct Job {
   int64_t tiles;                  /* column tiles per outer index */
 } Job;
 
-static void reduce_rows(const Job *j, int64_t lo, int64_t hi) {
+ROUTINE_CLONES static void reduce_rows(const Job *j, int64_t lo, int64_t hi) {
   const RoutineDesc *r = j->r;
   const float *x = j->s[ROUTINE_X];
   float *y = j->s[ROUTINE_Y];
@@ -208,10 +218,10 @@ static void reduce_rows(const Job *j, int64_t lo, int64_t hi) {
   }
 }
 
-static void reduce_columns(const Job *j, int64_t lo, int64_t hi) {
+ROUTINE_CLONES static void reduce_columns(const Job *j, int64_t lo, int64_t hi) {
   const RoutineDesc *r = j->r;
   float init = (float)r->init;
-  v4f buf[(4096 + 2 * TILE * 4) / sizeof(v4f)];  /* room to place the accumulators */
+  vf buf[(4096 + 2 * TILE * 4) / sizeof(vf)];  /* room to place the accumulators */
   for (int64_t u = lo; u < hi; u++) {
     int64_t a = u / j->tiles, b0 = u % j->tiles * TILE;
     int64_t w = r->inner - b0 < TILE ? r->inner - b0 : TILE;
@@ -232,26 +242,30 @@ static inline int32_t key_of(uint32_t bits, bool largest) {
   return largest ? k : ~k;
 }
 
-/* Four keys at once. */
-static inline v4i keys4(const uint32_t *bits, bool largest) {
-  v4i b;
+/* A vector of keys at once. */
+INLINE void keys(vi *k, const uint32_t *bits, bool largest) {
+  vi b;
   memcpy(&b, bits, sizeof b);
-  v4i k = b ^ ((b >> 31) & 0x7fffffff);
-  return largest ? k : ~k;
+  *k = b ^ ((b >> 31) & 0x7fffffff);
+  if (!largest)
+    *k = ~*k;
 }
 
 /* One row: the best k (>= 1) of n into values / indices. */
-static void topk_row(const float *x, int64_t n, int64_t k, bool largest, int32_t *key,
+INLINE void topk_row(const float *x, int64_t n, int64_t k, bool largest, int32_t *key,
                      int32_t *pos, float *values, int32_t *indices) {
   const uint32_t *bits = (const uint32_t *)(const void *)x;
   int64_t m = 0;
   for (int64_t i = 0; i < n; i++) {
     if (m == k) {
-      int32_t t = key[k - 1];
-      v4i thr = {t, t, t, t};
-      while (i + 8 <= n && !any_lane((keys4(bits + i, largest) > thr) |
-                                     (keys4(bits + i + 4, largest) > thr)))
-        i += 8;
+      vi kv, gt, thr = {0};
+      thr += key[k - 1];
+      for (; i + L <= n; i += L) {
+        keys(&kv, bits + i, largest);
+        gt = kv > thr;
+        if (any_lane(&gt))
+          break;
+      }
       if (i == n)
         break;
     }
@@ -275,7 +289,7 @@ static void topk_row(const float *x, int64_t n, int64_t k, bool largest, int32_t
   }
 }
 
-static void topk_rows(const Job *j, int64_t lo, int64_t hi) {
+ROUTINE_CLONES static void topk_rows(const Job *j, int64_t lo, int64_t hi) {
   const RoutineDesc *r = j->r;
   int32_t kst[TOPK_STACK], pst[TOPK_STACK];
   int32_t *key = kst, *pos = pst;
