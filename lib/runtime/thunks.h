@@ -1,8 +1,9 @@
 /*
  * thunks.h - the compiled artifact in memory and its file (PREFIX.thunks):
  * buffer allocations, the thunk sequence (kernels, copies, memsets, while and
- * conditional with nested sequences, command buffers holding a nested run of
- * thunks recorded once and replayed), constants' bytes, where the entry's
+ * conditional with nested sequences, library calls and the host runtime's
+ * own routines, command buffers holding a nested run of thunks recorded
+ * once and replayed), constants' bytes, where the entry's
  * parameters and results live, the original and optimized HLO, and the name
  * and checksum of the kernel file (PREFIX.ptx or PREFIX.host.so) beside it.
  *
