@@ -129,7 +129,8 @@ $(BUILD)/obj/tests/unit/test_host_link.o: EXTRA_CFLAGS = $(CRITERION_CFLAGS) $(L
 FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(FUZZ_BUILD)/bin/%)
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(wildcard lib/support/*.c lib/hlo/*.c) \
-                   lib/runtime/artifact.c lib/runtime/thunk_file.c lib/runtime/libcall.c)
+                   lib/runtime/artifact.c lib/runtime/thunk_file.c lib/runtime/libcall.c \
+                   lib/runtime/routine.c)
 FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined \
                -fno-sanitize-recover=undefined
 FUZZ_SECONDS ?= 60

@@ -43,6 +43,8 @@ struct Codegen {
   int nvector;                    /* host kernels that want LLVM's loop
                                      vectorizer and unroller (not
                                      CgKernel.scalar) */
+  HashMap vector_fns;             /* their functions, by LLVM's name of
+                                     them (codegen_drop_kernel) */
   int nglobals;                   /* counter for unique global names */
   AffCtx *aff;                    /* indexing maps of this module's kernels */
 };

@@ -15,6 +15,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
 #include <llvm-c/Linker.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "../lib/eval/eval.h"
@@ -29,6 +30,7 @@ void codegen_options_default(CodegenOptions *o) {
   o->target = CG_TARGET_NVPTX;
   o->opt_level = 2;
   o->fast_math = true;
+  o->host_routines = true;
 }
 
 static const char *const known_archs[] = {
@@ -42,6 +44,27 @@ static bool arch_known(const char *a) {
     if (strcmp(a, known_archs[k]) == 0)
       return true;
   return false;
+}
+
+/*
+ * LLVM's loop strength reduction, a pass of x86 code generation, took 10-
+ * 35% of a host module's compile (callgrind: 34% of softmax's, 31% of a
+ * transformer block's, 17% of a sort's) for no run time the benchmark
+ * measures (bench/xla-compare's 23 programs, one thread: within the noise,
+ * the elementwise and transposing kernels a little faster without it).
+ * LLVM-C sets it only as a process-wide option (-disable-lsr), so the first
+ * host target machine of a process turns it off for the rest of it.  xhloc
+ * compiles for one target per run; a process that makes GPU modules after
+ * host ones (the unit tests) builds their PTX without it too, which ptxas
+ * optimizes again anyway.
+ */
+static void host_llvm_options(void) {
+  static bool done;
+  if (done)
+    return;
+  const char *argv[] = {"xhloc", "-disable-lsr"};
+  LLVMParseCommandLineOptions(2, argv, NULL);
+  done = true;
 }
 
 static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
@@ -64,6 +87,7 @@ static LLVMTargetMachineRef make_tm(Codegen *cg, Diag *d) {
     LLVMInitializeX86Target();
     LLVMInitializeX86TargetMC();
     LLVMInitializeX86AsmPrinter();
+    host_llvm_options();
     def_triple = LLVMGetDefaultTargetTriple();
     triple = def_triple;
     reloc = LLVMRelocPIC;
@@ -192,6 +216,7 @@ void codegen_free(Codegen *cg) {
     LLVMContextDispose(cg->ctx);
   if (cg->aff)
     aff_ctx_free(cg->aff);
+  hashmap_free(&cg->vector_fns);
   free(cg->arch);
   free(cg->host_features);
   free(cg->libdevice_path);
@@ -380,8 +405,11 @@ void cg_host_range(CgKernel *k, int64_t total, int64_t cost, LaunchDims *ld,
 
 void cg_kernel_end(CgKernel *k) {
   LLVMBuildRetVoid(k->cg->b);
-  if (!k->scalar)
+  if (!k->scalar) {
+    size_t n;
     k->cg->nvector++;
+    hashmap_put(&k->cg->vector_fns, LLVMGetValueName2(k->fn, &n), k->fn);
+  }
   free(k->in);
   free(k->in_shapes);
   k->in = k->out = NULL;
@@ -420,16 +448,26 @@ static const HloInstr *find_hero(const HloInstr *instr) {
   return r;
 }
 
-/* Deletes a half-built kernel so the module stays valid. */
-static void drop_kernel(Codegen *cg, const char *name) {
+bool codegen_host_routines(const Codegen *cg) {
+  return !cg->is_gpu && cg->opts.host_routines;
+}
+
+/* Deletes function `name`, which a vector kernel no longer counts. */
+static void drop_fn(Codegen *cg, const char *name) {
   LLVMValueRef fn = LLVMGetNamedFunction(cg->mod, name);
-  if (fn)
-    LLVMDeleteFunction(fn);
+  if (!fn)
+    return;
+  if (hashmap_delete(&cg->vector_fns, name))
+    cg->nvector--;
+  LLVMDeleteFunction(fn);
+}
+
+void codegen_drop_kernel(Codegen *cg, const char *name) {
+  drop_fn(cg, name);
   StrBuf body;
   sb_init(&body);
   sb_printf(&body, "%s.body", name);
-  if ((fn = LLVMGetNamedFunction(cg->mod, body.s)))
-    LLVMDeleteFunction(fn);
+  drop_fn(cg, body.s);
   sb_free(&body);
 }
 
@@ -475,7 +513,7 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
   else
     ok = cg_emit_loop_kernel(cg, i, name, ld, d);
   if (!ok)
-    drop_kernel(cg, name);
+    codegen_drop_kernel(cg, name);
   if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled)) {
     /* a shape the hero's emitter does not handle (an epilogue, several
      * outputs): the loop kernel computes reduces elementally; when it
@@ -490,7 +528,7 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     if (ok)
       diag_clear(d);
     else
-      drop_kernel(cg, name);
+      codegen_drop_kernel(cg, name);
     diag_clear(&d2);
   }
   return ok;
@@ -777,9 +815,44 @@ static bool system_link(const char *path, const char *bytes, size_t len, Diag *d
   return ok;
 }
 
+/* No function or variable is defined: nothing for LLVM to compile. */
+static bool module_empty(Codegen *cg) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(cg->mod); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f))
+      return false;
+  for (LLVMValueRef g = LLVMGetFirstGlobal(cg->mod); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g))
+      return false;
+  return true;
+}
+
+/* Writes so_len bytes of so to path (mode 0777 before the umask). */
+static bool write_so(const char *path, const unsigned char *so, size_t so_len, Diag *d) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0777);
+  bool ok = fd >= 0 && write_all(fd, (const char *)so, so_len);
+  ok = fd >= 0 && close(fd) == 0 && ok;
+  if (!ok)
+    diag_error(d, (Loc){0}, "codegen: cannot write %s: %s", path, strerror(errno));
+  return ok;
+}
+
 bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
   if (cg->is_gpu)
     return diag_error(d, (Loc){0}, "codegen: a shared object asked of a GPU module");
+  unsigned char *so = NULL;
+  size_t so_len = 0;
+  char why[200];
+  /* a module without kernels (routines only, library calls only): an empty
+   * shared object, without LLVM's code generation (its set-up alone is
+   * most of such a module's compile) */
+  if (!cg->opts.system_linker && module_empty(cg) &&
+      host_link_empty_so(&so, &so_len, why, sizeof why)) {
+    double t0 = clock_seconds();
+    bool ok = write_so(path, so, so_len, d);
+    free(so);
+    phase_since(cg->opts.times, "link and write the shared object", t0);
+    return ok;
+  }
   if (!finalize(cg, d))
     return false;
   LLVMMemoryBufferRef buf;
@@ -788,18 +861,11 @@ bool codegen_host_so(Codegen *cg, const char *path, Diag *d) {
   const char *bytes = LLVMGetBufferStart(buf);
   size_t len = LLVMGetBufferSize(buf);
   bool ok;
-  unsigned char *so = NULL;
-  size_t so_len = 0;
-  char why[200];
   double t0 = clock_seconds();
   /* xhloc's own linker (host_link.c) unless the system one is asked for or
    * the object holds something it does not handle */
   if (!cg->opts.system_linker && host_link_so(bytes, len, &so, &so_len, why, sizeof why)) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0777);
-    ok = fd >= 0 && write_all(fd, (const char *)so, so_len);
-    ok = fd >= 0 && close(fd) == 0 && ok;
-    if (!ok)
-      diag_error(d, (Loc){0}, "codegen: cannot write %s: %s", path, strerror(errno));
+    ok = write_so(path, so, so_len, d);
     free(so);
   } else {
     ok = system_link(path, bytes, len, d);

@@ -57,6 +57,10 @@ typedef struct CodegenOptions {
                                      f64 and NVPTX (libdevice) ignore it */
   bool system_linker;             /* host only: link PREFIX.host.so with
                                      `ld -shared` instead of host_link.c */
+  bool host_routines;             /* host only: what the runtime has a
+                                     routine for (emitters/host_routine.h)
+                                     runs it instead of a kernel; default
+                                     true */
   PhaseTimes *times;              /* NULL, or where the LLVM phases' wall
                                      times are added (--time-passes) */
 } CodegenOptions;
@@ -90,6 +94,14 @@ typedef struct Codegen Codegen;
 Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
                      Diag *d);
 void codegen_free(Codegen *cg);
+
+/* Whether the thunk emitter makes a routine thunk, not a kernel, of an
+ * instruction that host_routine_plan accepts: the host, with
+ * CodegenOptions.host_routines. */
+bool codegen_host_routines(const Codegen *cg);
+/* Deletes kernel `name` (and its body) from the module, as if it had never
+ * been emitted: the thunk emitter's routine thunk replaced it. */
+void codegen_drop_kernel(Codegen *cg, const char *name);
 
 /* A custom-call that a kernel of its own computes (TopK, Qr,
  * ProductOfElementaryHouseholderReflectors): the thunk emitter asks

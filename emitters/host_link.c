@@ -643,3 +643,34 @@ bool host_link_so(const void *obj, size_t n, unsigned char **out,
   free(l.dyn);
   return ok;
 }
+
+bool host_link_empty_so(unsigned char **out, size_t *outlen, char *why, size_t whylen) {
+  /* the object: header, .shstrtab, .strtab, .symtab (the null symbol),
+   * then the four section headers (null, .shstrtab, .symtab, .strtab) */
+  static const char names[] = "\0.shstrtab\0.symtab\0.strtab";
+  enum { NAMES = sizeof(Elf64_Ehdr), STRS = NAMES + sizeof names,
+         SYMS = (STRS + 1 + 7) / 8 * 8, SHDRS = SYMS + sizeof(Elf64_Sym),
+         TOTAL = SHDRS + 4 * sizeof(Elf64_Shdr) };
+  uint64_t words[(TOTAL + 7) / 8] = {0};     /* 8-byte aligned */
+  unsigned char *obj = (unsigned char *)words;
+  Elf64_Ehdr eh = {.e_type = ET_REL, .e_machine = EM_X86_64, .e_version = EV_CURRENT,
+                   .e_shoff = SHDRS, .e_ehsize = sizeof(Elf64_Ehdr),
+                   .e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 4, .e_shstrndx = 1};
+  memcpy(eh.e_ident, ELFMAG, SELFMAG);
+  eh.e_ident[EI_CLASS] = ELFCLASS64;
+  eh.e_ident[EI_DATA] = ELFDATA2LSB;
+  eh.e_ident[EI_VERSION] = EV_CURRENT;
+  memcpy(obj, &eh, sizeof eh);
+  memcpy(obj + NAMES, names, sizeof names);
+  Elf64_Shdr sh[4] = {
+      {0},
+      {.sh_name = 1, .sh_type = SHT_STRTAB, .sh_offset = NAMES, .sh_size = sizeof names,
+       .sh_addralign = 1},
+      {.sh_name = 11, .sh_type = SHT_SYMTAB, .sh_offset = SYMS, .sh_size = sizeof(Elf64_Sym),
+       .sh_link = 3, .sh_info = 1, .sh_addralign = 8, .sh_entsize = sizeof(Elf64_Sym)},
+      {.sh_name = 19, .sh_type = SHT_STRTAB, .sh_offset = STRS, .sh_size = 1,
+       .sh_addralign = 1},
+  };
+  memcpy(obj + SHDRS, sh, sizeof sh);
+  return host_link_so(obj, TOTAL, out, outlen, why, whylen);
+}

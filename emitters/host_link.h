@@ -21,5 +21,9 @@
  * caller can fall back to the system linker. */
 bool host_link_so(const void *obj, size_t n, unsigned char **out,
                   size_t *outlen, char *why, size_t whylen);
+/* A shared object that defines nothing (the kernel file of a module
+ * without kernels), from an empty object of xhloc's own making: no LLVM
+ * code generation to run for it. */
+bool host_link_empty_so(unsigned char **out, size_t *outlen, char *why, size_t whylen);
 
 #endif

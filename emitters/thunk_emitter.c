@@ -9,7 +9,11 @@
  *                                        allocation as its last argument);
  *                                        on the host, one that may join the
  *                                        kernel thunk before it as a chain
- *                                        (thunk_chain.h) joins it
+ *                                        (thunk_chain.h) joins it; on the
+ *                                        host, a plain reduce or top-k that
+ *                                        no chain took becomes a routine
+ *                                        thunk (host_routine.h), its kernel
+ *                                        dropped
  *   copy with equal layouts           -> a copy thunk
  *   while                             -> copies init -> loop state, then a
  *                                        while thunk (cond and body sequences;
@@ -40,6 +44,7 @@
 #include "thunk_emitter.h"
 
 #include "collective_desc.h"
+#include "host_routine.h"
 #include "thunk_chain.h"
 
 #include "../lib/eval/eval.h"
@@ -53,6 +58,16 @@ typedef Vec(ArtConstant) ConstVec;
 typedef Vec(BufSlice) SliceVec;
 typedef Vec(bool) BoolVec;
 
+/* A kernel thunk that may become a routine thunk (host_routine.h): when it
+ * ends its sequence as a lone kernel, no chain around it. */
+typedef struct RoutineCand {
+  int index;                      /* of the thunk in its sequence */
+  const char *kernel;             /* its kernel's name */
+  const HloInstr *instr;
+  RoutineDesc desc;
+  int x_operand;
+} RoutineCand;
+
 typedef struct Emitter {
   const HloModule *m;
   const BufferAssignment *ba;
@@ -64,6 +79,8 @@ typedef struct Emitter {
   int scratch_alloc;              /* index of the staging allocation */
   int64_t scratch_size;           /* its size; 0: not needed */
   ThunkChains *chains;            /* host kernels run as chains */
+  Vec(RoutineCand) routines;      /* candidates of the sequences being
+                                     emitted, innermost last */
 } Emitter;
 
 static bool emit_comp(Emitter *e, const HloComp *c, ThunkSeq *out);
@@ -276,6 +293,9 @@ static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
     } else {
       vec_push(v, t);
       tchain_start(e->chains, &vec_last(v), rows ? rb : NULL, ld.rows, ld.rows_per_unit);
+      RoutineCand rc = {.index = v->len - 1, .kernel = name, .instr = i};
+      if (codegen_host_routines(e->cg) && host_routine_plan(i, &rc.desc, &rc.x_operand))
+        vec_push(&e->routines, rc);
     }
     free(rb);
     free(bytes);
@@ -744,11 +764,47 @@ static bool emit_instr(Emitter *e, ThunkVec *v, const HloInstr *i) {
   return emit_kernel(e, v, i);
 }
 
+/* Turns candidate rc, a lone kernel thunk t, into its routine thunk: the
+ * kernel is dropped from the module. */
+static bool to_routine(Emitter *e, Thunk *t, const RoutineCand *rc) {
+  const HloInstr *i = rc->instr;
+  BufSlice lib[LIB_MAX_SLICES];
+  for (int k = 0; k < LIB_MAX_SLICES; k++)
+    lib[k] = (BufSlice){-1, 0, 0};
+  if (!slice_of(e, i->ops[rc->x_operand], 0, &lib[ROUTINE_X]) ||
+      !slice_of(e, i, 0, &lib[ROUTINE_Y]) ||
+      (rc->desc.kind == ROUTINE_TOPK && !slice_of(e, i, 1, &lib[ROUTINE_INDICES])))
+    return false;
+  codegen_drop_kernel(e->cg, rc->kernel);
+  *t = (Thunk){.kind = THUNK_ROUTINE, .trip_count = -1, .annotation = t->annotation};
+  t->routine = ARENA_NEW(e->a->arena, RoutineDesc);
+  *t->routine = rc->desc;
+  memcpy(t->lib, lib, sizeof lib);
+  return routine_check(t->routine, t->lib, e->d);
+}
+
+/* At the end of sequence v, whose candidates are those from `first` on:
+ * the ones that no kernel joined in a chain (which would run them row by
+ * row beside it) become routines. */
+static bool finish_routines(Emitter *e, ThunkVec *v, int first) {
+  bool ok = true;
+  for (int k = first; ok && k < e->routines.len; k++) {
+    const RoutineCand *rc = &e->routines.data[k];
+    Thunk *t = &v->data[rc->index];
+    if (t->kind == THUNK_KERNEL && strcmp(t->kernel_name, rc->kernel) == 0)
+      ok = to_routine(e, t, rc);
+  }
+  e->routines.len = first;
+  return ok;
+}
+
 static bool emit_comp(Emitter *e, const HloComp *c, ThunkSeq *out) {
   ThunkVec v = {0};
   bool ok = true;
+  int first = e->routines.len;
   for (int k = 0; ok && k < c->ninstrs; k++)
     ok = emit_instr(e, &v, c->instrs[k]);
+  ok = ok && finish_routines(e, &v, first);
   out->n = v.len;
   out->thunks = vec_to_arena(e->a->arena, &v);
   vec_free(&v);
@@ -941,11 +997,13 @@ Artifact *thunks_emit(const HloModule *m, const BufferAssignment *ba,
   bool ok = emit_params(&e, m->entry);
   for (int k = 0; ok && k < m->entry->ninstrs; k++)
     ok = emit_instr(&e, &v, m->entry->instrs[k]);
+  ok = ok && finish_routines(&e, &v, 0);
   if (ok)
     ok = emit_outputs(&e, m->entry, &v);
   if (ok)
     ok = tchain_emit(e.chains, cg, d);
   tchain_free(e.chains);
+  vec_free(&e.routines);
   add_scratch_alloc(&e);
   e.a->entry.n = v.len;
   e.a->entry.thunks = vec_to_arena(ar, &v);

@@ -88,6 +88,7 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
   co.host_cpu = o->host_cpu;
   co.fast_math = !o->exact_host_math;
   co.system_linker = o->system_linker;
+  co.host_routines = !o->no_host_routines;
   co.times = o->times;
   ok = (cg = codegen_new(m->name, &co, d)) != NULL;
   t0 = clock_seconds();

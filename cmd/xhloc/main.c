@@ -105,6 +105,11 @@ static const char usage_text[] =
     "                        process; it falls back to the system linker for\n"
     "                        an object it does not handle) or system (`ld\n"
     "                        -shared`, else `cc -shared`)\n"
+    "      --host-routines=on|off  --target=host: plain f32 reductions (those\n"
+    "                        XLA's CPU gives its reduction library) and f32\n"
+    "                        top-k run as xhlo-run's own routines (kReduce,\n"
+    "                        kTopK thunks; no kernel to compile) when no\n"
+    "                        kernel chain takes them: on (the default) or off\n"
     "      --command-buffer=TYPES  --target=gpu: which thunks go into command\n"
     "                        buffers (kCommandBuffer; xhlo-run records each\n"
     "                        into a CUDA graph once and replays it), as XLA's\n"
@@ -218,6 +223,7 @@ enum {
   OPT_LIBDEVICE,
   OPT_HOST_MATH,
   OPT_HOST_LINKER,
+  OPT_HOST_ROUTINES,
   OPT_COMMAND_BUFFER,
   OPT_COMMAND_BUFFER_MIN_SIZE, OPT_AR_COMBINE,
 };
@@ -246,6 +252,7 @@ static const struct option long_options[] = {
     {"libdevice", required_argument, NULL, OPT_LIBDEVICE},
     {"host-math", required_argument, NULL, OPT_HOST_MATH},
     {"host-linker", required_argument, NULL, OPT_HOST_LINKER},
+    {"host-routines", required_argument, NULL, OPT_HOST_ROUTINES},
     {"command-buffer", required_argument, NULL, OPT_COMMAND_BUFFER},
     {"command-buffer-min-size", required_argument, NULL,
      OPT_COMMAND_BUFFER_MIN_SIZE},
@@ -341,6 +348,11 @@ static int parse_options(int argc, char **argv) {
       if (strcmp(optarg, "xhloc") != 0 && strcmp(optarg, "system") != 0)
         usage_error("unknown --host-linker '%s' (supported: xhloc, system)", optarg);
       opt_backend.system_linker = strcmp(optarg, "system") == 0;
+      break;
+    case OPT_HOST_ROUTINES:
+      if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0)
+        usage_error("unknown --host-routines '%s' (supported: on, off)", optarg);
+      opt_backend.no_host_routines = strcmp(optarg, "off") == 0;
       break;
     case OPT_COMMAND_BUFFER: {
       Diag cd = {0};

@@ -43,8 +43,7 @@ static bool is_param(const HloInstr *i, int n) {
   return i->op == HLO_PARAMETER && i->param_number == n;
 }
 
-/* XLA's CPU hands this reduce to its reduction library. */
-static bool library_reduce(const HloInstr *r) {
+bool hlo_reduce_is_library(const HloInstr *r) {
   const Shape *in = r->ops[0]->shape;
   ElemType et = r->shape->et;
   if ((et != ET_F32 && et != ET_F64) || r->ops[1]->shape->et != et ||
@@ -78,7 +77,7 @@ static bool wants_rewrite(IrEdit *e, const HloInstr *r, bool library_too) {
       ir_has_control_deps(e, r) || shape_is_dynamic(r->ops[0]->shape))
     return false;
   return long_reduced_dim(r, r->ops[0]->shape) &&
-         (library_too || !library_reduce(r));
+         (library_too || !hlo_reduce_is_library(r));
 }
 
 /* The identity of a library reduce's reducer (add, maximum or minimum). */
@@ -133,7 +132,7 @@ static HloInstr *window_level(IrEdit *e, HloComp *c, const HloInstr *r,
  * reducer's identity, the init only in the final reduce. */
 static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
   HloInstr *x = r->ops[0], *init = r->ops[1];
-  if (library_reduce(r)) {
+  if (hlo_reduce_is_library(r)) {
     HloInstr *id = ir_scalar(e, c, init->shape->et, identity(r));
     do
       x = window_level(e, c, r, x, id);

@@ -12,4 +12,9 @@
  * it gives its reduction library as well; whether anything changed. */
 bool hlo_tree_reductions(HloModule *m, bool library_too);
 
+/* Whether XLA's CPU hands reduce r to its reduction library (and leaves it
+ * whole): f32 or f64, a reducer that is add, maximum or minimum of its two
+ * parameters, an input of at least 4096 elements. */
+bool hlo_reduce_is_library(const HloInstr *r);
+
 #endif

@@ -25,6 +25,11 @@
  *                 the -start of an asynchronous pair; kReplicaId and
  *                 kPartitionId their destination.
  *   kAsyncDone    the pair's -done: ", async_id = N, of = kAllReduce".
+ *   kTopK         XLA CPU's TopKThunk: ", batch_size = B, input_size = N,
+ *                 k = K, largest = true", then its slices.
+ *   kReduce       xhloc's own (XLA runs a library fusion there): ", reduce
+ *                 = add, type = f32, init = 0, x = [A,R,B] -> [A,B]", then
+ *                 its slices.
  * Differences from XLA, on purpose: XLA prints a pred conditional's
  * branches[0] under "false_branch:" although it runs it when the pred is
  * true; here each label is over the sequence it really runs.  kCopy and
@@ -161,11 +166,16 @@ static bool check_thunk(Checker *c, const Thunk *t, int depth) {
     return true;
   case THUNK_GEMM:
   case THUNK_CONV:
+  case THUNK_ROUTINE:
     for (int k = 0; k < LIB_MAX_SLICES; k++) {
       snprintf(what, sizeof what, "library call slice %d", k);
       if (t->lib[k].alloc >= 0 && !check_slice(c, &t->lib[k], what))
         return false;
     }
+    if (t->kind == THUNK_ROUTINE)
+      return t->gemm || t->conv ? diag_error(c->d, noloc(), "routine thunk with a "
+                                                            "library descriptor")
+                                : routine_check(t->routine, t->lib, c->d);
     if (t->kind == THUNK_GEMM)
       return t->conv ? diag_error(c->d, noloc(), "GEMM thunk with a "
                                                  "convolution descriptor")
@@ -371,6 +381,8 @@ static const char *kind_name(const Thunk *t) {
   case THUNK_COMMAND_BUFFER: return "kCommandBuffer";
   case THUNK_COLLECTIVE:
     return t->coll && t->coll->done ? "kAsyncDone" : coll_thunk_name(t->coll);
+  case THUNK_ROUTINE:
+    return t->routine && t->routine->kind == ROUTINE_TOPK ? "kTopK" : "kReduce";
   }
   return "kUnknown";
 }
@@ -495,6 +507,10 @@ static void print_thunk(StrBuf *b, const Thunk *t, int indent, int *next_id,
     break;
   case THUNK_COLLECTIVE:
     print_collective(b, t->coll);
+    break;
+  case THUNK_ROUTINE:
+    if (t->routine)
+      routine_print(b, t->routine, t->lib);
     break;
   }
 }

@@ -77,6 +77,7 @@ static bool convertible(const Thunk *t, unsigned types) {
   case THUNK_CONDITIONAL:
   case THUNK_COMMAND_BUFFER:
   case THUNK_COLLECTIVE:          /* meets other devices on the host */
+  case THUNK_ROUTINE:             /* host only */
     return false;
   }
   return false;

@@ -159,6 +159,7 @@ static const char *kind_name(ThunkKind k) {
   case THUNK_CONV: return "convolution";
   case THUNK_COMMAND_BUFFER: return "command buffer";
   case THUNK_COLLECTIVE: return "collective";
+  case THUNK_ROUTINE: return "routine";
   }
   return "?";
 }
@@ -260,6 +261,7 @@ static int cmd_addrs(const ExecSeq *s, DevPtr *out) {
       break;
     case THUNK_GEMM:
     case THUNK_CONV:
+    case THUNK_ROUTINE:
       for (int a = 0; a < LIB_MAX_SLICES; a++, n++)
         if (out) out[n] = x->lib[a];
       break;
@@ -328,6 +330,20 @@ static bool prepare_thunk(Executor *e, const Thunk *t, int depth, ExecThunk *x,
     x->branches = ARENA_ARRAY(e->arena, ExecSeq, t->nbranches);
     for (int b = 0; b < t->nbranches; b++)
       if (!prepare_seq(e, &t->branches[b], depth + 1, &x->branches[b], d)) return false;
+    return true;
+  case THUNK_ROUTINE:
+    if (!e->p->routine)
+      return ex_err(d, "platform %s has no routine for the %s thunk '%s' (an artifact "
+                    "compiled for the host)", e->p->name,
+                    t->routine ? routine_kind_name(t->routine->kind) : "routine",
+                    t->annotation ? t->annotation : "");
+    if (!routine_check(t->routine, t->lib, d))
+      return false;
+    for (int k = 0; k < LIB_MAX_SLICES; k++) {
+      if (t->lib[k].alloc < 0) continue;
+      if (!check_slice(e, t->lib[k], "routine operand", t, d)) return false;
+      x->lib[k] = slice_addr(e, t->lib[k]);
+    }
     return true;
   case THUNK_GEMM:
   case THUNK_CONV: {
@@ -416,6 +432,7 @@ static bool thunk_access(const Thunk *t, BufSlice *sl, bool *w, int cap, int *n)
     return true;
   case THUNK_GEMM:
   case THUNK_CONV:
+  case THUNK_ROUTINE:
     for (int k = 0; k < LIB_MAX_SLICES; k++)
       if (t->lib[k].alloc >= 0) {
         sl[*n] = t->lib[k];
@@ -806,6 +823,7 @@ static void rebind_seq(Executor *e, ExecSeq *s) {
       break;
     case THUNK_GEMM:
     case THUNK_CONV:
+    case THUNK_ROUTINE:
       for (int a = 0; a < LIB_MAX_SLICES; a++)
         if (t->lib[a].alloc >= 0) x->lib[a] = slice_addr(e, t->lib[a]);
       break;
@@ -1009,6 +1027,8 @@ static bool run_thunk_body(Executor *e, const ExecThunk *x, Diag *d) {
     return p->gemm(p, t->gemm, x->lib, d);
   case THUNK_CONV:
     return p->conv(p, t->conv, x->lib, d);
+  case THUNK_ROUTINE:
+    return p->routine(p, t->routine, x->lib, d);
   case THUNK_COMMAND_BUFFER:
     if (e->no_cmdbufs || !p->cmdbuf_begin) return run_seq(e, &x->cmds, d);
     return run_cmdbuf(e, x, d);

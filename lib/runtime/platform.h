@@ -94,6 +94,11 @@ struct Platform {
                Diag *d);
   bool (*conv)(Platform *p, const ConvDesc *c, const DevPtr s[CONV_NSLICES],
                Diag *d);
+  /* The runtime's own routines (routine.h), in stream order, s[] as for
+   * the library calls (ROUTINE_* order).  NULL where there are none (the
+   * GPU: xhloc makes routine thunks for the host only). */
+  bool (*routine)(Platform *p, const RoutineDesc *r, const DevPtr s[ROUTINE_NSLICES],
+                  Diag *d);
 
   /* Timing in stream order: record a mark, and later the milliseconds
    * between two marks (waits for the second).  Marks are small integers
@@ -153,7 +158,8 @@ typedef struct PlatformOptions {
 
 /*
  * platform_host.c: the host CPU; kernels from PREFIX.host.so (dlopen),
- * library calls through oneDNN (onednn.c).  o may be NULL.
+ * library calls through oneDNN (onednn.c), routines (routine_host.c) on its
+ * thread pool.  o may be NULL.
  */
 Platform *platform_host_new(const PlatformOptions *o, Diag *d);
 

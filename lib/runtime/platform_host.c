@@ -8,7 +8,7 @@
  * the number of threads: every unit computes its own part of the outputs.
  * Independent kernels (launch_group) share one parallel loop over all their
  * units, so that small kernels run side by side instead of one after
- * another.
+ * another.  Routine thunks (routine.h) run on the same pool.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -259,6 +259,17 @@ static bool host_conv(Platform *p, const ConvDesc *c, const DevPtr s[CONV_NSLICE
   return host_dnn(h, d) && onednn_conv(h->dnn, c, ptrs, d);
 }
 
+static bool host_routine(Platform *p, const RoutineDesc *r,
+                         const DevPtr s[ROUTINE_NSLICES], Diag *d) {
+  HostState *h = p->impl;
+  void *ptrs[ROUTINE_NSLICES];
+  for (int k = 0; k < ROUTINE_NSLICES; k++) ptrs[k] = ptr(s[k]);
+  if (h->threads > 1 && !h->pool)
+    h->pool = thread_pool_new(h->threads);
+  routine_run(r, ptrs, h->pool);
+  return true;
+}
+
 Platform *platform_host_new(const PlatformOptions *o, Diag *d) {
   Platform *p = xcalloc(1, sizeof *p);
   p->name = "host";
@@ -271,6 +282,7 @@ Platform *platform_host_new(const PlatformOptions *o, Diag *d) {
   hs->threads = thread_pool_default_threads(hs->opts.threads);
   p->gemm = host_gemm;
   p->conv = host_conv;
+  p->routine = host_routine;
   p->alloc = host_alloc;
   p->free = host_free;
   p->copy_h2d = host_h2d;

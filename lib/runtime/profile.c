@@ -21,6 +21,7 @@ const char *thunk_kind_name(ThunkKind k) {
   case THUNK_CONV: return "convolution";
   case THUNK_COMMAND_BUFFER: return "cmd-buffer";
   case THUNK_COLLECTIVE: return "collective";
+  case THUNK_ROUTINE: return "routine";
   }
   return "?";
 }
@@ -33,6 +34,10 @@ int64_t thunk_bytes(const Thunk *t) {
     return n;
   case THUNK_COPY: return t->src.size + t->dst.size;
   case THUNK_MEMSET32: return t->dst.size;
+  case THUNK_ROUTINE:
+    for (int k = 0; k < LIB_MAX_SLICES; k++)
+      if (t->lib[k].alloc >= 0) n += t->lib[k].size;
+    return n;
   case THUNK_GEMM:
   case THUNK_CONV: {
     int ws = t->kind == THUNK_GEMM ? GEMM_WORKSPACE : CONV_WORKSPACE;

@@ -2,10 +2,10 @@
  * thunk_file.c - the artifact's file, PREFIX.thunks: writing, reading and
  * checking it, and reading the kernel file it names.
  *
- * The format (version 4) is line-oriented text with binary sections at the
+ * The format (version 5) is line-oriented text with binary sections at the
  * end, so that `head` shows what a file holds:
  *
- *   XHLO-THUNKS 4
+ *   XHLO-THUNKS 5
  *   module STR
  *   target STR
  *   host-cpu STR STR                 (host: the CPU the kernels were built
@@ -42,6 +42,10 @@
  *     tensor et=ET dims=D,... strides=S,...      (x, w, y; 2+S numbers each)
  *     window stride=.. dilation=.. pad-lo=.. pad-hi=..   (S numbers each)
  *     lib SLICE|-                    (CONV_NSLICES lines)
+ *   routine annotation=STR kind=reduce et=ET op=add|max|min init=X
+ *        outer=A size=R inner=B     (X may be an infinity)
+ *   routine annotation=STR kind=topk et=ET rows=R n=N k=K largest=0|1
+ *     lib SLICE|-                    (ROUTINE_NSLICES lines)
  *   command-buffer commands=N        (N >= 1 kernels, copies, memsets,
  *     seq N ...                       gemms or convs, one deeper)
  *   collective op=NAME annotation=STR reduction=NAME dim=D channel=C
@@ -212,6 +216,23 @@ static void put_conv(StrBuf *b, const Thunk *t, int depth) {
   put_lib_slices(b, t, CONV_NSLICES, depth);
 }
 
+static void put_routine(StrBuf *b, const Thunk *t, int depth) {
+  const RoutineDesc *r = t->routine;
+  sb_puts(b, "routine annotation=");
+  put_str(b, t->annotation);
+  sb_printf(b, " kind=%s et=%s", routine_kind_name(r->kind), et_name(r->et));
+  if (r->kind == ROUTINE_REDUCE) {
+    sb_printf(b, " op=%s init=", routine_op_name(r->op));
+    put_double(b, r->init);
+    sb_printf(b, " outer=%lld size=%lld inner=%lld\n", (long long)r->outer,
+              (long long)r->size, (long long)r->inner);
+  } else {
+    sb_printf(b, " rows=%lld n=%lld k=%lld largest=%d\n", (long long)r->rows,
+              (long long)r->n, (long long)r->k, r->largest ? 1 : 0);
+  }
+  put_lib_slices(b, t, ROUTINE_NSLICES, depth);
+}
+
 static void put_thunk(StrBuf *b, const Thunk *t, int depth) {
   put_indent(b, depth);
   switch (t->kind) {
@@ -277,6 +298,9 @@ static void put_thunk(StrBuf *b, const Thunk *t, int depth) {
     return;
   case THUNK_COLLECTIVE:
     put_collective(b, t, depth);
+    return;
+  case THUNK_ROUTINE:
+    put_routine(b, t, depth);
     return;
   }
   die("unknown thunk kind %d", (int)t->kind);
@@ -722,6 +746,55 @@ static bool read_gemm(Rd *r, Thunk *t, int depth) {
   return read_lib_slices(r, t, GEMM_NSLICES, depth);
 }
 
+/* One of n names (names[k] for value k) followed by a space or newline. */
+static bool name_of(Rd *r, const char *const *names, int n, const char *what,
+                    int *out) {
+  if (r->failed)
+    return false;
+  for (int k = 0; k < n; k++) {
+    size_t len = strlen(names[k]);
+    if (left(r) > len && memcmp(r->p, names[k], len) == 0 &&
+        (r->p[len] == ' ' || r->p[len] == '\n')) {
+      r->p += len;
+      *out = k;
+      return true;
+    }
+  }
+  return fail(r, what);
+}
+
+static bool read_routine(Rd *r, Thunk *t, int depth) {
+  t->kind = THUNK_ROUTINE;
+  RoutineDesc *rd = t->routine = ARENA_NEW(r->ar, RoutineDesc);
+  static const char *const kinds[] = {"reduce", "topk"};
+  static const char *const ops[] = {"add", "max", "min"};
+  int kind = 0, op = 0;
+  if (!(lit(r, "annotation=") && str(r, &t->annotation) && lit(r, " kind=") &&
+        name_of(r, kinds, 2, "a routine (reduce, topk)", &kind) && lit(r, " et=") &&
+        elem_type(r, false, &rd->et)))
+    return false;
+  rd->kind = (RoutineKind)kind;
+  if (rd->kind == ROUTINE_REDUCE) {
+    uint64_t bits;
+    if (!(lit(r, " op=") && name_of(r, ops, 3, "a reducer (add, max, min)", &op) &&
+          lit(r, " init=") && hex64(r, &bits) && lit(r, " outer=") &&
+          num(r, 1, INT64_MAX, &rd->outer) && lit(r, " size=") &&
+          num(r, 1, INT64_MAX, &rd->size) && lit(r, " inner=") &&
+          num(r, 1, INT64_MAX, &rd->inner) && lit(r, "\n")))
+      return false;
+    rd->op = (RoutineOp)op;
+    memcpy(&rd->init, &bits, sizeof bits);
+    if (rd->init != rd->init)
+      return fail(r, "an init value that is not NaN");
+  } else if (!(lit(r, " rows=") && num(r, 1, INT64_MAX, &rd->rows) && lit(r, " n=") &&
+               num(r, 1, INT64_MAX, &rd->n) && lit(r, " k=") &&
+               num(r, 1, INT64_MAX, &rd->k) && lit(r, " largest=") &&
+               flag01(r, &rd->largest) && lit(r, "\n"))) {
+    return false;
+  }
+  return read_lib_slices(r, t, ROUTINE_NSLICES, depth);
+}
+
 static bool read_conv_kind(Rd *r, ConvKind *out) {
   for (int k = CONV_FORWARD; k <= CONV_BACKWARD_FILTER; k++) {
     const char *n = conv_kind_name((ConvKind)k);
@@ -795,23 +868,6 @@ static bool read_command_buffer(Rd *r, Thunk *t, int depth) {
     }
   }
   return true;
-}
-
-/* One of n names (names[k] for value k) followed by a space or newline. */
-static bool name_of(Rd *r, const char *const *names, int n, const char *what,
-                    int *out) {
-  if (r->failed)
-    return false;
-  for (int k = 0; k < n; k++) {
-    size_t len = strlen(names[k]);
-    if (left(r) > len && memcmp(r->p, names[k], len) == 0 &&
-        (r->p[len] == ' ' || r->p[len] == '\n')) {
-      r->p += len;
-      *out = k;
-      return true;
-    }
-  }
-  return fail(r, what);
 }
 
 static bool read_collective(Rd *r, Thunk *t, int depth) {
@@ -942,6 +998,10 @@ static bool read_thunk(Rd *r, Thunk *t, int depth) {
     r->p += 5;
     return read_conv(r, t, depth);
   }
+  if (left(r) >= 8 && memcmp(r->p, "routine ", 8) == 0) {
+    r->p += 8;
+    return read_routine(r, t, depth);
+  }
   if (left(r) >= 15 && memcmp(r->p, "command-buffer ", 15) == 0) {
     r->p += 15;
     return read_command_buffer(r, t, depth);
@@ -951,7 +1011,7 @@ static bool read_thunk(Rd *r, Thunk *t, int depth) {
     return read_collective(r, t, depth);
   }
   return fail(r, "a thunk (kernel, copy, memset32, while, conditional, gemm, "
-                 "conv, command-buffer or collective)");
+                 "conv, routine, command-buffer or collective)");
 }
 
 static bool read_seq(Rd *r, ThunkSeq *q, int depth) {

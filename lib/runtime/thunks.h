@@ -1,8 +1,9 @@
 /*
  * thunks.h - the compiled artifact in memory and its file (PREFIX.thunks):
  * buffer allocations, the thunk sequence (kernels, copies, memsets, while and
- * conditional with nested sequences, command buffers holding a nested run of
- * thunks recorded once and replayed), constants' bytes, where the entry's
+ * conditional with nested sequences, library calls and the host runtime's
+ * own routines, command buffers holding a nested run of thunks recorded
+ * once and replayed), constants' bytes, where the entry's
  * parameters and results live, the original and optimized HLO, and the name
  * and checksum of the kernel file (PREFIX.ptx or PREFIX.host.so) beside it.
  *
@@ -31,9 +32,10 @@
 
 #include "../support/support.h"
 #include "libcall.h"
+#include "routine.h"
 
 #define THUNK_FILE_MAGIC "XHLO-THUNKS"
-#define THUNK_FILE_VERSION 4
+#define THUNK_FILE_VERSION 5
 
 /* A byte range of one allocation (XLA's BufferAllocation::Slice). */
 typedef struct BufSlice {
@@ -74,6 +76,8 @@ typedef enum ThunkKind {
   THUNK_COLLECTIVE,               /* a collective among the devices of the
                                      run, or replica-id / partition-id
                                      (collective_exec.c) */
+  THUNK_ROUTINE,                  /* one of the host runtime's own routines
+                                     (routine.h): a plain reduce, a top-k */
 } ThunkKind;
 
 /* A collective thunk: what it does, who takes part, its operand and result
@@ -150,10 +154,13 @@ typedef struct Thunk {
   /* GEMM and CONV: the custom-call target it came from (for the text:
    * "__cublas$gemm" prints as kGemm, "__cublas$lt$matmul" as
    * kCublasLtMatmul, the others as kGemm / kConvolution), the descriptor,
-   * and the slices in the order of GEMM_* / CONV_* (alloc -1: absent). */
+   * and the slices in the order of GEMM_* / CONV_* (alloc -1: absent).
+   * ROUTINE: its descriptor and slices (ROUTINE_* order; the text says
+   * kReduce or kTopK). */
   char *target;
   GemmDesc *gemm;
   ConvDesc *conv;
+  RoutineDesc *routine;
   BufSlice lib[LIB_MAX_SLICES];
 
   /* COMMAND_BUFFER: the thunks it holds (kernels, copies, memsets, GEMMs,
@@ -246,6 +253,17 @@ bool libcall_check_conv(const ConvDesc *c, const BufSlice lib[], Diag *d);
 /* The thunk text after the kind: ", batch = 1, m = 64, ...". */
 void libcall_print_gemm(StrBuf *b, const GemmDesc *g, const BufSlice lib[]);
 void libcall_print_conv(StrBuf *b, const ConvDesc *c, const BufSlice lib[]);
+
+/*
+ * routine.c: routine descriptors in artifacts
+ */
+/* A routine thunk's descriptor against its slices (lib[], ROUTINE_*
+ * order): sizes at least 1 (k at most n), an element type it has a routine
+ * for, every slice there and exactly the size of its array, unused slices
+ * absent. */
+bool routine_check(const RoutineDesc *r, const BufSlice lib[], Diag *d);
+/* The thunk text after the kind: ", reduce = add, type = f32, ...". */
+void routine_print(StrBuf *b, const RoutineDesc *r, const BufSlice lib[]);
 
 /*
  * command_buffer_pass.c: XLA's CommandBufferConversionPass

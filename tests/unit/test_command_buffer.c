@@ -210,7 +210,7 @@ Test(command_buffer, file_round_trip) {
 static StrBuf file_with(const char *seq) {
   StrBuf t;
   sb_init(&t);
-  sb_puts(&t, "XHLO-THUNKS 4\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
+  sb_puts(&t, "XHLO-THUNKS 5\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
               "kernel-file 4:m.so 0000000000000000\nresult-shape 5:s32[]\n"
               "allocations 1\nalloc size=64 flags=output param=0 index={} "
               "param-shape=- output-shape=5:s32[]\nparameters 0\noutputs 1\n"

@@ -160,6 +160,31 @@ Test(host_link, links_and_runs) {
   free(obj);
 }
 
+/* The kernel file of a module without kernels: loads, and exports nothing
+ * (one null symbol in .dynsym). */
+Test(host_link, empty_shared_object) {
+  unsigned char *so;
+  size_t sn;
+  char why[200];
+  cr_assert(host_link_empty_so(&so, &sn, why, sizeof why), "%s", why);
+  char path[64];
+  void *h = load(so, sn, path, sizeof path);
+  const Elf64_Ehdr *eh = (const Elf64_Ehdr *)so;
+  cr_assert_eq(eh->e_type, ET_DYN);
+  const Elf64_Shdr *sh = (const Elf64_Shdr *)(so + eh->e_shoff);
+  int dynsyms = -1;
+  for (int k = 0; k < eh->e_shnum; k++) {
+    cr_expect(sh[k].sh_type != SHT_PROGBITS || !(sh[k].sh_flags & SHF_ALLOC),
+              "section %d holds code or data", k);
+    if (sh[k].sh_type == SHT_DYNSYM)
+      dynsyms = (int)(sh[k].sh_size / sizeof(Elf64_Sym));
+  }
+  cr_expect_eq(dynsyms, 1);
+  dlclose(h);
+  unlink(path);
+  free(so);
+}
+
 static void expect_refused(const char *ir, LLVMRelocMode reloc, const char *reason) {
   size_t n, sn = 0;
   unsigned char *obj = emit_object(ir, reloc, &n), *so = NULL;

@@ -6,6 +6,7 @@
  */
 #include <criterion/criterion.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,7 +113,7 @@ Test(thunk_file, round_trip) {
   Diag d = {0};
   cr_assert(artifact_validate(a, &d), "%s", d.msg);
   StrBuf b = serialized(a);
-  cr_assert(strncmp(b.s, "XHLO-THUNKS 4\n", 14) == 0);
+  cr_assert(strncmp(b.s, "XHLO-THUNKS 5\n", 14) == 0);
   Artifact *r = artifact_parse(b.s, b.len, "t.thunks", &d);
   cr_assert_not_null(r, "%s", d.msg);
   cr_assert_str_eq(r->module_name, "sample");
@@ -207,7 +208,7 @@ Test(thunk_file, magic_version_checksum_garbage) {
   char *copy = xmalloc(b.len + 64);
   memcpy(copy, b.s, b.len);
   copy[12] = '1';
-  expect_refused(copy, b.len, "version 1; this build reads version 4");
+  expect_refused(copy, b.len, "version 1; this build reads version 5");
   memcpy(copy, b.s, b.len);
   copy[b.len - 2] = copy[b.len - 2] == '0' ? '1' : '0';
   expect_refused(copy, b.len, "corrupted");
@@ -229,12 +230,12 @@ Test(thunk_file, magic_version_checksum_garbage) {
 }
 
 Test(thunk_file, counts_are_bounded) {
-  StrBuf b = with_checksum("XHLO-THUNKS 4\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
+  StrBuf b = with_checksum("XHLO-THUNKS 5\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
                            "kernel-file 4:m.so 0000000000000000\n"
                            "result-shape -\nallocations 2000000000\n");
   expect_refused(b.s, b.len, "expected a number in [0,");
   sb_free(&b);
-  StrBuf c = with_checksum("XHLO-THUNKS 4\nmodule 99999999:m\n");
+  StrBuf c = with_checksum("XHLO-THUNKS 5\nmodule 99999999:m\n");
   expect_refused(c.s, c.len, "as long as its length says");
   sb_free(&c);
 }
@@ -242,7 +243,7 @@ Test(thunk_file, counts_are_bounded) {
 Test(thunk_file, nesting_is_limited) {
   StrBuf t;
   sb_init(&t);
-  sb_puts(&t, "XHLO-THUNKS 4\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
+  sb_puts(&t, "XHLO-THUNKS 5\nmodule 1:m\ntarget 5:sm_90\nhost-cpu - -\n"
               "kernel-file 4:m.so 0000000000000000\nresult-shape -\n"
               "allocations 1\nalloc size=8 flags=temp param=0 index={} "
               "param-shape=- output-shape=-\nparameters 0\noutputs 0\n"
@@ -500,6 +501,84 @@ Test(thunk_file, library_calls_byte_flips_refused) {
   StrBuf b = serialized(a);
   /* every byte of the gemm and conv lines */
   flips_refused_or_valid(&b, "gemm annotation=", "end-thunks");
+  sb_free(&b);
+  artifact_free(a);
+}
+
+/* sample() plus the runtime's routines: a row max of x f32[2,2] (init
+ * -inf) and a top-2 of its rows. */
+static Artifact *sample_routines(void) {
+  Artifact *a = sample();
+  Arena *ar = a->arena;
+  Thunk *entry = ARENA_ARRAY(ar, Thunk, 5);
+  memcpy(entry, a->entry.thunks, 3 * sizeof *entry);
+  Thunk *r = &entry[3];
+  *r = (Thunk){.kind = THUNK_ROUTINE, .trip_count = -1};
+  r->annotation = arena_strdup(ar, "input_reduce_fusion");
+  RoutineDesc *rd = r->routine = ARENA_NEW(ar, RoutineDesc);
+  *rd = (RoutineDesc){.kind = ROUTINE_REDUCE, .et = ET_F32, .op = ROUTINE_MAX,
+                      .init = -INFINITY, .outer = 2, .size = 2, .inner = 1};
+  for (int k = 0; k < LIB_MAX_SLICES; k++)
+    r->lib[k] = sl(-1, 0, 0);
+  r->lib[ROUTINE_X] = sl(0, 0, 16);
+  r->lib[ROUTINE_Y] = sl(3, 0, 8);
+  Thunk *t = &entry[4];
+  *t = (Thunk){.kind = THUNK_ROUTINE, .trip_count = -1};
+  t->annotation = arena_strdup(ar, "wrapped_topk");
+  RoutineDesc *td = t->routine = ARENA_NEW(ar, RoutineDesc);
+  *td = (RoutineDesc){.kind = ROUTINE_TOPK, .et = ET_F32, .rows = 2, .n = 2, .k = 2,
+                      .largest = true};
+  for (int k = 0; k < LIB_MAX_SLICES; k++)
+    t->lib[k] = sl(-1, 0, 0);
+  t->lib[ROUTINE_X] = sl(0, 0, 16);
+  t->lib[ROUTINE_Y] = sl(3, 16, 16);
+  t->lib[ROUTINE_INDICES] = sl(3, 32, 16);
+  a->entry.thunks = entry;
+  a->entry.n = 5;
+  return a;
+}
+
+Test(thunk_file, routines_round_trip) {
+  Artifact *a = sample_routines();
+  Diag d = {0};
+  cr_assert(artifact_validate(a, &d), "%s", d.msg);
+  StrBuf b = serialized(a);
+  cr_assert(strstr(b.s, "routine annotation=19:input_reduce_fusion kind=reduce et=f32 "
+                        "op=max init=fff0000000000000 outer=2 size=2 inner=1\n"),
+            "%s", b.s);
+  Artifact *r = artifact_parse(b.s, b.len, "t.thunks", &d);
+  cr_assert_not_null(r, "%s", d.msg);
+  const Thunk *x = &r->entry.thunks[3], *t = &r->entry.thunks[4];
+  cr_assert_eq(x->kind, THUNK_ROUTINE);
+  cr_assert_eq(x->routine->op, ROUTINE_MAX);
+  cr_assert(x->routine->init == -INFINITY);
+  cr_assert_eq(x->lib[ROUTINE_INDICES].alloc, -1);
+  cr_assert_eq(t->routine->kind, ROUTINE_TOPK);
+  cr_assert(t->routine->largest && t->routine->k == 2);
+  cr_assert_eq(t->lib[ROUTINE_INDICES].offset, 32);
+  StrBuf b2 = serialized(r);
+  cr_assert_eq(b.len, b2.len);
+  cr_assert(memcmp(b.s, b2.s, b.len) == 0);
+  sb_clear(&b2);
+  artifact_print_thunks(&b2, r);
+  cr_assert(strstr(b2.s, "006: kReduce     \t, reduce = max, type = f32, init = -inf, "
+                         "x = [2,2,1] -> [2,1], input = {index:0, offset:0, size:16}"),
+            "%s", b2.s);
+  cr_assert(strstr(b2.s, "007: kTopK       \t, batch_size = 2, input_size = 2, k = 2, "
+                         "largest = true"),
+            "%s", b2.s);
+  flips_refused_or_valid(&b, "routine annotation=", "end-thunks");
+  sb_free(&b);
+  sb_free(&b2);
+  artifact_free(a);
+  artifact_free(r);
+  a = sample_routines();
+  a->entry.thunks[4].lib[ROUTINE_Y] = sl(3, 16, 12);  /* values need 16 bytes */
+  cr_assert_not(artifact_validate(a, &d));
+  cr_assert(strstr(d.msg, "the values slice has 12 bytes, not the 16"), "%s", d.msg);
+  diag_clear(&d);
+  b = serialized(a);
+  expect_refused(b.s, b.len, "inconsistent");
   sb_free(&b);
   artifact_free(a);
 }
