@@ -250,6 +250,27 @@ ENTRY e {
 HLO
 expect "library reduce, init once" 0 "f32[] 8197" -- "$run" "$init" --input=5
 expect "library reduce, max with init" 0 "f32[] 5" -- "$run" "$init" --input=5
+# a sum of one element per result with a zero init is the element, as XLA's
+# simplifier makes it (-0 stays -0); in order, HLO's +0 + -0 is +0
+one=$tmp/one.hlo
+cat >"$one" <<'HLO'
+HloModule one
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  x = f32[2,1] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[2] reduce(x, z), dimensions={1}, to_apply=add
+}
+HLO
+expect "one-element sum, xla-cpu" 0 "f32[2] {-0, 3}" -- "$run" "$one" "--input=2x1xf32=-0 3"
+expect "one-element sum, in order" 0 "f32[2] {0, 3}" -- "$run" "$one" "--input=2x1xf32=-0 3" \
+  --reduction-order=in-order
 # the interpreter's large products share their row blocks among threads;
 # the bits do not depend on how many (--threads, XHLO_NUM_THREADS)
 mm=$tmp/mm.hlo

@@ -56,7 +56,10 @@ static void devio_free(DevIo *io) {
 }
 
 void interp_prepare(const RunOpts *o, HloModule *m) {
-  if (!o->reduce_in_order) hlo_tree_reductions(m, true);
+  if (!o->reduce_in_order) {
+    hlo_one_element_sums(m);
+    hlo_tree_reductions(m, true);
+  }
   if (o->sort_order != SORT_ORDER_STABLE) hlo_mark_topk_sorts(m);
 }
 
