@@ -30,6 +30,10 @@
  * library applies the init value once, as a plain reduce does: its windows
  * start from the reducer's identity (-0, -inf, +inf) and only the final
  * reduce takes the init.
+ *
+ * hlo_one_element_sums, also the interpreter's: a float sum of one element
+ * per result with a zero init is that element, as XLA's simplifier makes
+ * it before its CPU reduces anything (-0 stays -0).
  */
 #include <math.h>
 
@@ -145,49 +149,13 @@ static void rewrite(IrEdit *e, HloComp *c, HloInstr *r) {
   ir_replace(e, r, nr);
 }
 
-bool hlo_tree_reductions(HloModule *m, bool library_too) {
-  IrEdit *e = ir_begin(m);
-  bool changed = false;
-  for (bool again = true; again;) {
-    again = false;
-    for (int ci = 0; ci < m->ncomps; ci++) {
-      HloComp *c = m->comps[ci];
-      if (c->fusion_instr)
-        continue;
-      int ninstrs = c->ninstrs;
-      for (int k = 0; k < ninstrs; k++) {
-        HloInstr *i = c->instrs[k];
-        if (ir_removed(i) || !wants_rewrite(e, i, library_too))
-          continue;
-        rewrite(e, c, i);
-        again = changed = true;
-      }
-    }
-  }
-  return ir_end(e, changed);
-}
+typedef bool (*Wants)(IrEdit *e, const HloInstr *r, bool library_too);
+typedef void (*Rewrite)(IrEdit *e, HloComp *c, HloInstr *r);
 
-/* A float add reduce with one input element per result element (every
- * reduced dimension of size 1) and a constant zero init: XLA's simplifier
- * makes it add(reshape(x), 0) and then reshape(x), so -0 stays -0 where
- * HLO's +0 + -0 gives +0 (torax divides by such a sum: -inf, not +inf). */
-static bool one_element_sum(const HloInstr *r) {
-  if (r->op != HLO_REDUCE || r->nops != 2 || r->ncalled != 1 ||
-      !shape_is_array(r->shape) || !shape_is_array(r->ops[0]->shape) ||
-      shape_is_dynamic(r->ops[0]->shape) || !et_is_float(r->shape->et) ||
-      r->ops[0]->shape->et != r->shape->et ||
-      shape_elements(r->ops[0]->shape) != shape_elements(r->shape) ||
-      shape_elements(r->shape) <= 0 || r->ops[1]->op != HLO_CONSTANT ||
-      !ir_is_constant_value(r->ops[1], 0.0))
-    return false;
-  const HloInstr *root = r->called[0]->root;
-  return root->op == HLO_ADD && root->nops == 2 &&
-         ((is_param(root->ops[0], 0) && is_param(root->ops[1], 1)) ||
-          (is_param(root->ops[0], 1) && is_param(root->ops[1], 0)));
-}
-
-bool hlo_one_element_sums(HloModule *m) {
-  IrEdit *e = ir_begin(m);
+/* One sweep over the instructions outside fusions: rewrite each that
+ * wants it; whether any did. */
+static bool sweep(IrEdit *e, HloModule *m, Wants wants, bool library_too,
+                  Rewrite rw) {
   bool changed = false;
   for (int ci = 0; ci < m->ncomps; ci++) {
     HloComp *c = m->comps[ci];
@@ -195,14 +163,51 @@ bool hlo_one_element_sums(HloModule *m) {
       continue;
     int ninstrs = c->ninstrs;
     for (int k = 0; k < ninstrs; k++) {
-      HloInstr *r = c->instrs[k];
-      if (ir_removed(r) || ir_has_control_deps(e, r) || !one_element_sum(r))
+      HloInstr *i = c->instrs[k];
+      if (ir_removed(i) || !wants(e, i, library_too))
         continue;
-      HloInstr *x = ir_reshape(e, c, r->ops[0], r->shape->rank, r->shape->dims);
-      x->shape = r->shape;
-      ir_replace(e, r, x);
+      rw(e, c, i);
       changed = true;
     }
   }
+  return changed;
+}
+
+bool hlo_tree_reductions(HloModule *m, bool library_too) {
+  IrEdit *e = ir_begin(m);
+  bool changed = false;
+  while (sweep(e, m, wants_rewrite, library_too, rewrite))
+    changed = true;
   return ir_end(e, changed);
+}
+
+/* A float add reduce with one input element per result element (every
+ * reduced dimension of size 1) and a constant zero init: XLA's simplifier
+ * makes it add(reshape(x), 0) and then reshape(x), so -0 stays -0 where
+ * HLO's +0 + -0 gives +0 (torax divides by such a sum: -inf, not +inf). */
+static bool one_element_sum(IrEdit *e, const HloInstr *r, bool unused) {
+  (void)unused;
+  if (r->op != HLO_REDUCE || r->nops != 2 || r->ncalled != 1 ||
+      !shape_is_array(r->shape) || !shape_is_array(r->ops[0]->shape) ||
+      shape_is_dynamic(r->ops[0]->shape) || !et_is_float(r->shape->et) ||
+      r->ops[0]->shape->et != r->shape->et ||
+      shape_elements(r->ops[0]->shape) != shape_elements(r->shape) ||
+      shape_elements(r->shape) <= 0 || r->ops[1]->op != HLO_CONSTANT ||
+      !ir_is_constant_value(r->ops[1], 0.0) || ir_has_control_deps(e, r))
+    return false;
+  const HloInstr *root = r->called[0]->root;
+  return root->op == HLO_ADD && root->nops == 2 &&
+         ((is_param(root->ops[0], 0) && is_param(root->ops[1], 1)) ||
+          (is_param(root->ops[0], 1) && is_param(root->ops[1], 0)));
+}
+
+static void to_reshape(IrEdit *e, HloComp *c, HloInstr *r) {
+  HloInstr *x = ir_reshape(e, c, r->ops[0], r->shape->rank, r->shape->dims);
+  x->shape = r->shape;
+  ir_replace(e, r, x);
+}
+
+bool hlo_one_element_sums(HloModule *m) {
+  IrEdit *e = ir_begin(m);
+  return ir_end(e, sweep(e, m, one_element_sum, false, to_reshape));
 }
