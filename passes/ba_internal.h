@@ -77,6 +77,10 @@ static inline int *ba_leaves_of(const BufferAssignment *ba, const HloInstr *i) {
   return i->id >= 0 && i->id < ba->nids ? ba->leafvals[i->id] : NULL;
 }
 
+/* XLA's HumanReadableNumBytes ("64B", "3.0KiB", "2.00MiB"), right-aligned
+ * in 10 columns. */
+void ba_put_bytes(StrBuf *b, int64_t n);
+
 /* buffer_sharing.c: groups the values that may share a buffer (after the
  * walk, before allocation). */
 void ba_share_buffers(BufferAssignment *ba);

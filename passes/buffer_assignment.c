@@ -669,8 +669,8 @@ bool ba_verify(const BufferAssignment *ba, Diag *d) {
 
 /* ---- text ------------------------------------------------------------- */
 
-/* XLA's HumanReadableNumBytes. */
-static void put_bytes(StrBuf *b, int64_t n) {
+/* XLA's HumanReadableNumBytes, right-aligned in 10 columns. */
+void ba_put_bytes(StrBuf *b, int64_t n) {
   char buf[32];
   if (n < 1024) {
     snprintf(buf, sizeof buf, "%lldB", (long long)n);
@@ -711,14 +711,14 @@ static void put_value(StrBuf *b, const Value *v, int id) {
 
 static void put_stat(StrBuf *b, const char *label, int64_t n) {
   sb_printf(b, "%33s: ", label);
-  put_bytes(b, n);
+  ba_put_bytes(b, n);
   sb_putc(b, '\n');
 }
 
 static void put_frag(StrBuf *b, const char *label, int64_t frag,
                      int64_t total) {
   sb_printf(b, "%33s: ", label);
-  put_bytes(b, frag);
+  ba_put_bytes(b, frag);
   /* XLA divides by zero here (nan); an empty allocation is 0% fragmented. */
   sb_printf(b, " (%.2f%%)\n", total > 0 ? 100.0 * (double)frag / (double)total
                                         : 0.0);
@@ -773,7 +773,7 @@ void ba_print(StrBuf *b, const BufferAssignment *ba) {
   {
     StrBuf h;
     sb_init(&h);
-    put_bytes(&h, total);
+    ba_put_bytes(&h, total);
     const char *s = h.s;
     while (*s == ' ')
       s++;

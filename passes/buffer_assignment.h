@@ -88,4 +88,21 @@ bool ba_verify(const BufferAssignment *ba, Diag *d);
  * XLA's "Used values:" list (positions and uses) is left out. */
 void ba_print(StrBuf *b, const BufferAssignment *ba);
 
+/*
+ * memory_report.c
+ */
+/* The most bytes live at once over the schedule (parameter and constant
+ * allocations throughout, output and temp values over their live ranges)
+ * and, in *at_time when not NULL, the schedule step where it is first
+ * reached. */
+int64_t ba_peak_bytes(const BufferAssignment *ba, int *at_time);
+/* The memory usage report (--stage=memory, *.memory-usage-report.txt):
+ * "Total bytes used", the peak of live bytes and the instruction where it
+ * occurs, the totals by kind (parameters, constants, outputs, temp, library
+ * workspaces, fragmentation), then the buffers live at the peak, largest
+ * first, each with its kind, instruction, shape and source line (metadata);
+ * at most max_buffers of them (0: all). */
+void ba_print_memory_report(StrBuf *b, const BufferAssignment *ba,
+                            int max_buffers);
+
 #endif
