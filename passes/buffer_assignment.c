@@ -600,10 +600,40 @@ static void assign(BufferAssignment *ba) {
       vals[vals[v[k]].parent].alloc = a;
     }
   }
-  /* Constants, in schedule order. */
-  for (int k = 0; k < ba->vals.len; k++)
-    if (vals[k].kind == VK_CONST)
+  /* Constants, in schedule order; identical array constants (shape,
+   * layout and bytes: inlined or unrolled copies of one function) share
+   * one allocation, as nothing writes a constant. */
+  HashMap same = {0};
+  for (int k = 0; k < ba->vals.len; k++) {
+    if (vals[k].kind != VK_CONST)
+      continue;
+    const Literal *l = vals[k].def->literal;
+    bool plain = l && !l->elided && l->data && !l->ntuple &&
+                 shape_is_array(vals[k].def->shape) && vals[k].size > 0;
+    if (!plain) {
       vals[k].alloc = new_alloc(ba, vals[k].size, ALLOC_CONSTANT);
+      continue;
+    }
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t j = 0; j < vals[k].size; j++)
+      h = (h ^ l->data[j]) * 1099511628211ull;
+    char *sh = shape_to_string(vals[k].shape, true);
+    StrBuf key;
+    sb_init(&key);
+    sb_printf(&key, "%s|%016llx", sh, (unsigned long long)h);
+    free(sh);
+    Value *twin = hashmap_get(&same, key.s);
+    if (twin && shape_equal(twin->shape, vals[k].shape) &&
+        literal_equal(twin->def->literal, l)) {
+      vals[k].alloc = twin->alloc;
+    } else {
+      vals[k].alloc = new_alloc(ba, vals[k].size, ALLOC_CONSTANT);
+      if (!twin)
+        hashmap_put(&same, arena_strdup(ba->ar, key.s), &vals[k]);
+    }
+    sb_free(&key);
+  }
+  hashmap_free(&same);
   /* Entry results: a group of its own gets an output allocation. */
   int *rv = leaves_of(ba, entry->root);
   char *rshape = shape_text(ba->ar, entry->root->shape);
@@ -716,7 +746,8 @@ bool ba_slice(const BufferAssignment *ba, const HloInstr *i, int leaf,
 
 /* The members of a group hold the same slice and may overlap in time (the
  * sharing rules made them take turns); values of different groups in one
- * allocation may not share bytes while both groups are live. */
+ * allocation may not share bytes while both groups are live, except
+ * identical constants, which share their allocation. */
 bool ba_verify(const BufferAssignment *ba, Diag *d) {
   const Value *vals = ba->vals.data;
   for (int a = 0; a < ba->vals.len; a++) {
@@ -734,7 +765,8 @@ bool ba_verify(const BufferAssignment *ba, Diag *d) {
     for (int b = a + 1; b < ba->vals.len; b++) {
       const Value *y = &vals[b];
       if (y->alloc != x->alloc || x->size == 0 || y->size == 0 ||
-          y->parent == x->parent)
+          y->parent == x->parent ||
+          (ba->allocs.data[x->alloc].flags & ALLOC_CONSTANT))
         continue;
       const Value *gy = &vals[y->parent];
       if (gx->gstart > gy->gend || gy->gstart > gx->gend)

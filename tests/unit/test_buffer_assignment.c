@@ -781,3 +781,29 @@ Test(ba, donated_parameters_hold_their_outputs) {
   buffer_assignment_free(ba);
   hlo_module_free(m);
 }
+
+/* Identical array constants (shape, layout, bytes) share one allocation;
+ * a constant that differs in a byte or in its layout does not. */
+Test(ba, identical_constants_share_an_allocation) {
+  HloModule *m = parse(
+      "HloModule consts\n"
+      "ENTRY main {\n"
+      "  p = f32[2,2] parameter(0)\n"
+      "  c1 = f32[2,2]{1,0} constant({{1, 2}, {3, 4}})\n"
+      "  c2 = f32[2,2]{1,0} constant({{1, 2}, {3, 4}})\n"
+      "  c3 = f32[2,2]{1,0} constant({{1, 2}, {3, 5}})\n"
+      "  c4 = f32[2,2]{0,1} constant({{1, 2}, {3, 4}})\n"
+      "  a = f32[2,2] add(p, c1)\n"
+      "  b = f32[2,2] add(a, c2)\n"
+      "  c = f32[2,2] add(b, c3)\n"
+      "  ROOT d = f32[2,2] add(c, c4)\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  BufSlice c1 = slice_of(ba, m, "c1", 0), c2 = slice_of(ba, m, "c2", 0),
+           c3 = slice_of(ba, m, "c3", 0), c4 = slice_of(ba, m, "c4", 0);
+  cr_assert(same(c1, c2));
+  cr_assert(disjoint(c1, c3) && disjoint(c1, c4) && disjoint(c3, c4));
+  cr_assert_eq(ba_alloc(ba, c1.alloc)->flags, ALLOC_CONSTANT);
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
