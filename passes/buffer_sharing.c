@@ -178,16 +178,15 @@ static bool hands_over(BufferAssignment *ba, const HloInstr *i, int u, int m) {
   if (!mv)
     return false;
   if (i->op == HLO_WHILE) {
+    /* the first leaf u is the initial value of takes it over; the thunk
+     * emitter copies it into the others before the loop starts */
     int *iv = ba_leaves_of(ba, i->ops[0]);
     int n = ba->nleaves[i->ops[0]->id], at = -1;
     if (!iv || n != ba->nleaves[i->id])
       return false;
-    for (int k = 0; k < n; k++)
-      if (iv[k] == u) {
-        if (at >= 0)
-          return false;
+    for (int k = 0; k < n && at < 0; k++)
+      if (iv[k] == u)
         at = k;
-      }
     return at >= 0 && mv[at] == m;
   }
   if (ba->nleaves[i->id] != 1 || mv[0] != m)
@@ -269,14 +268,23 @@ static void share_in_place(BufferAssignment *ba, const RootLimit *lim) {
       int *rv = root ? ba_leaves_of(ba, root) : NULL;
       if (!iv || ba->nleaves[i->ops[0]->id] != n)
         continue;
+      /* Rule 2b first: read-only state joins its initial value's group,
+       * whose end then lies past the loop, so that rule 2 never lets a
+       * written leaf take over a buffer the loop reads. */
+      bool *ro = xcalloc((size_t)n + 1, sizeof *ro);
       for (int k = 0; k < n; k++) {
         int u = iv[k], m = mv[k];
         if (u >= 0 && m >= 0 && vals[m].def == i && rv &&
             ba->nleaves[root->id] == n && rv[k] == m &&
             vals[u].size == vals[m].size) {
-          join(ba, u, m);         /* rule 2b: read-only state */
-          continue;
+          join(ba, u, m);
+          ro[k] = true;
         }
+      }
+      for (int k = 0; k < n; k++) {
+        int u = iv[k], m = mv[k];
+        if (ro[k])
+          continue;
         if (u < 0 || m < 0 || vals[m].def != i || !plain_temp_group(ba, u) ||
             vals[u].size != vals[m].size)
           continue;
@@ -286,6 +294,7 @@ static void share_in_place(BufferAssignment *ba, const RootLimit *lim) {
           continue;
         join(ba, m, u);
       }
+      free(ro);
       continue;
     }
     if (n != 1 || mv[0] < 0 || vals[mv[0]].def != i ||
@@ -407,7 +416,7 @@ static void share_donated(BufferAssignment *ba) {
     int p = pv[pl], v = rv[ol];
     if (p < 0 || v < 0 || v == p || vals[p].kind != VK_PARAM ||
         vals[v].kind != VK_TEMP || vals[v].size != vals[p].size ||
-        ba_group(ba, p) != p || vals[p].end == END_OF_PROGRAM)
+        ba_group(ba, p) != p || vals[p].gend == END_OF_PROGRAM)
       continue;
     int g = ba_group(ba, v);
     if (vals[g].gparam >= 0 || vals[g].gconst)
@@ -417,7 +426,11 @@ static void share_donated(BufferAssignment *ba) {
     int times = 0;
     for (int k = 0; k < ba->nleaves[entry->root->id]; k++)
       times += rv[k] >= 0 && ba_group(ba, rv[k]) == g;
-    if (times != 1 || !starts_after(ba, g, p, vals[p].end))
+    /* after the parameter's group (the parameter, and read-only loop
+     * state that reads its buffer) is read for the last time */
+    bool alone = vals[p].gend == vals[p].end;
+    if (times != 1 || (alone ? !starts_after(ba, g, p, vals[p].end)
+                             : vals[g].gstart <= vals[p].gend))
       continue;
     join(ba, p, g);
   }

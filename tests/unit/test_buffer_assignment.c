@@ -807,3 +807,60 @@ Test(ba, identical_constants_share_an_allocation) {
   buffer_assignment_free(ba);
   hlo_module_free(m);
 }
+
+/* One initial value for two leaves: the first written leaf takes it over
+ * and the other is copied, unless a leaf the body passes through reads it
+ * during the loop (then every written leaf gets a copy). */
+static const char two_leaves[] =
+    "HloModule two\n"
+    "cond {\n"
+    "  p = (s32[], f32[16], f32[16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  c = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(i, c), direction=LT\n"
+    "}\n"
+    "body {\n"
+    "  p = (s32[], f32[16], f32[16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  one = s32[] constant(1)\n"
+    "  i2 = s32[] add(i, one)\n"
+    "  x = f32[16] get-tuple-element(p), index=1\n"
+    "  y = f32[16] get-tuple-element(p), index=2\n"
+    "  x2 = f32[16] multiply(x, y)\n"
+    "  y2 = f32[16] %s\n"
+    "  ROOT t = (s32[], f32[16], f32[16]) tuple(i2, x2, y2)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  p0 = f32[16] parameter(0)\n"
+    "  z = s32[] constant(0)\n"
+    "  a = f32[16] exponential(p0)\n"
+    "  init = (s32[], f32[16], f32[16]) tuple(z, a, a)\n"
+    "  ROOT w = (s32[], f32[16], f32[16]) while(init), condition=cond, "
+    "body=body\n"
+    "}\n";
+
+Test(ba, one_initial_value_for_two_leaves) {
+  char text[2048];
+  /* both leaves written: leaf 1 takes a over, leaf 2 is a copy */
+  snprintf(text, sizeof text, two_leaves, "negate(y)");
+  HloModule *m = parse(text);
+  BufferAssignment *ba = assign_ok(m);
+  BufSlice a = slice_of(ba, m, "a", 0);
+  cr_assert(same(slice_of(ba, m, "w", 1), a));
+  cr_assert(disjoint(slice_of(ba, m, "w", 2), a));
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+  /* leaf 2 read-only (the body returns y itself): it is a's buffer, so
+   * leaf 1, which the body writes, is not */
+  snprintf(text, sizeof text, two_leaves, "negate(y)");
+  char *at = strstr(text, "tuple(i2, x2, y2)");
+  cr_assert_not_null(at);
+  memcpy(at, "tuple(i2, x2, y) ", 17);
+  m = parse(text);
+  ba = assign_ok(m);
+  a = slice_of(ba, m, "a", 0);
+  cr_assert(same(slice_of(ba, m, "w", 2), a));
+  cr_assert(disjoint(slice_of(ba, m, "w", 1), a));
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
