@@ -53,7 +53,7 @@ go to bench/memory/xla-gpu-memory.tsv the same way.
 
 Which modules: MANIFEST.tsv rows of kind `model` (column 9); with
 --real-dumps also kind `real-dump`, shown when XLA's total (or where XLA
-failed, xhloc's larger one) is over 1 MiB.  A module is single-device
+failed, xhloc's for the host) is over 1 MiB.  A module is single-device
 unless
   - its HloModule header says num_partitions or replica_count above 1, or
   - it has a collective (all-reduce, all-gather, reduce-scatter,
@@ -465,10 +465,14 @@ def summary(rows, targets, platforms):
 
 def dump_size(r):
     """A real dump's size for the 1 MiB cut: XLA's total, or where XLA has
-    none, the largest of xhloc's."""
+    none, xhloc's for the host (the GPU's counts library workspaces)."""
     if r.xla["cpu"]["status"] == "ok":
         return r.xla["cpu"]["total"]
-    return max([s["total"] for s in r.xhloc.values() if s["status"] == "ok"] or [0])
+    for t in ("host", "gpu"):
+        s = r.xhloc.get(t)
+        if s and s["status"] == "ok":
+            return s["total"]
+    return 0
 
 
 def print_table(rows, targets, platforms, title, out):
