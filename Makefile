@@ -17,6 +17,8 @@
 #   make fuzz-smoke  a short fuzz run plus the saved regressions
 #   make bench       benchmarks; they print their figures
 #   make bench-xla   xhloc against XLA (jax in its own venv) on JAX programs
+#   make bench-memory  xhloc's buffer assignment against XLA CPU's memory on
+#                    the corpus models (XLA's figures cached in bench/memory/)
 #   make clean
 #
 #   WERROR=1         turn warnings into errors (CI does)
@@ -143,7 +145,7 @@ ASAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 # Objects reached through pattern-rule chains (tests, bench, fuzz) are kept.
 .SECONDARY:
 
-.PHONY: all check check-gpu gpu-artifacts gpu-check-prepare asan fuzz fuzz-build fuzz-smoke bench bench-xla clean deps \
+.PHONY: all check check-gpu gpu-artifacts gpu-check-prepare asan fuzz fuzz-build fuzz-smoke bench bench-xla bench-memory clean deps \
         setup xhloc xhlo-run test-bins
 
 all: $(BUILD)/bin/xhloc $(BUILD)/bin/xhlo-run
@@ -274,6 +276,13 @@ bench: $(BENCH_BINS)
 # BENCH_ARGS: e.g. --group 11, --only matmul, --quick, --platform cuda.
 bench-xla: all
 	bench/xla-compare/run.sh $(BENCH_ARGS)
+
+# xhloc's buffer assignment (host, GPU) against XLA CPU's compiled memory
+# stats on the corpus models; XLA's figures from bench/memory/xla-cpu-memory.tsv
+# (jax in build/bench-venv only for modules not cached there).
+# BENCH_ARGS: e.g. --only gemma, --no-xla, --refresh-xla, --real-dumps, --tsv FILE.
+bench-memory: $(BUILD)/bin/xhloc
+	XHLOC_BIN=$(BUILD)/bin bench/memory/run.sh $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-asan $(FUZZ_BUILD)
