@@ -43,7 +43,19 @@
 #include "../lib/runtime/libcall.h"
 #include "match_util.h"
 
+/* cuBLASLt's workspace: at most 4 MiB (XLA's default), and for a small
+ * product no more than a 16-way split-K reduction of its result in f32
+ * needs (the heuristic then picks among the algorithms that fit), so that
+ * small GEMMs do not each reserve 4 MiB.  Buffer assignment shares the
+ * workspaces of calls that do not run at once. */
 #define GPU_WORKSPACE (4 << 20)
+
+static int64_t gpu_workspace(const Shape *result) {
+  int64_t n = shape_elements(result);
+  if (n < 0 || n > GPU_WORKSPACE / 64)
+    return GPU_WORKSPACE;
+  return (n * 64 + 255) / 256 * 256;
+}
 
 typedef struct Fused {
   HloInstr *out;                  /* the last instruction folded in */
@@ -327,7 +339,7 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *dot, bool gpu) {
     ops[n++] = f.c;
   if (f.bias)
     ops[n++] = f.bias;
-  int64_t wsz = gpu ? GPU_WORKSPACE : 0;
+  int64_t wsz = gpu ? gpu_workspace(dot->shape) : 0;
   Shape *ws = shape_array(ar, ET_S8, 1, &wsz);
   shape_set_default_layout(ar, ws);
   Shape *elems[2] = {dot->shape, ws};
