@@ -11,7 +11,9 @@
  * producer joins the fusion of every user.  With users in several fusions
  * the producer is duplicated, one copy per fusion; only cheap producers are
  * (constants, iota, broadcast, reshape, bitcast, convert, slice and cheap
- * elementwise ops) and at most MAX_DUPLICATES times.  An expensive producer
+ * elementwise ops) and at most MAX_DUPLICATES times (any number of times
+ * for a broadcast of a scalar, an iota or a one-element constant).  An
+ * expensive producer
  * of more than MAX_RECOMPUTED_ELEMENTS elements is not fused into a
  * broadcast that would recompute each of its elements many times.
  *
@@ -115,6 +117,17 @@ static bool is_cheap(const HloInstr *i) {
   default:
     return false;
   }
+}
+
+/* A producer that costs nothing to recompute in each consumer (a
+ * broadcast of a scalar, an iota, a one-element constant): duplicated into
+ * any number of fusions, as XLA does, instead of being materialized for
+ * the whole program (GELU's constants broadcast to every layer's shape). */
+static bool trivial(const HloInstr *i) {
+  return (i->op == HLO_BROADCAST && i->nops == 1 &&
+          shape_is_scalar(i->ops[0]->shape)) ||
+         i->op == HLO_IOTA ||
+         (i->op == HLO_CONSTANT && shape_elements(i->shape) == 1);
 }
 
 static bool plain_array(const HloInstr *i) {
@@ -223,7 +236,8 @@ static bool try_fuse(Fuser *f, HloComp *c, HloInstr *p) {
       }
     }
   }
-  if (ok && ndistinct > 1 && (!is_cheap(p) || ndistinct > MAX_DUPLICATES))
+  if (ok && ndistinct > 1 && (!is_cheap(p) ||
+                              (ndistinct > MAX_DUPLICATES && !trivial(p))))
     ok = false;
   if (!ok) {
     free(users);
