@@ -70,9 +70,9 @@ static bool can_fold(Arena *a, const HloInstr *t, const I64List *batch,
   return true;
 }
 
-/* The dimension order of a slice of transpose(x, perm) whose dims are
- * `dims`: a reshape of the same slice of x when the dims of size above 1
- * keep their order in x (perm[j] increasing over them). */
+/* A slice of transpose(x, perm) with dimensions `dims` is a reshape of the
+ * matching slice of x when its dimensions above size 1 keep their order in
+ * x (perm[j] increasing over them). */
 static bool slice_is_reshape(const int64_t *perm, const int64_t *dims,
                              int rank) {
   int64_t last = -1;
@@ -110,9 +110,9 @@ static bool loop_slice_ok(const HloInstr *u, const HloInstr *g,
 static bool loop_element_ok(IrEdit *e, HloInstr *w, int k, HloInstr *t) {
   HloComp *cond = w->called[0], *body = w->called[1];
   int rank = t->shape->rank;
-  if (t->op != HLO_TRANSPOSE || t->dims.n != rank || !shape_is_array(t->shape) ||
-      shape_is_dynamic(t->shape) || shape_is_dynamic(t->ops[0]->shape) ||
-      rank > 64)
+  if (t->op != HLO_TRANSPOSE || t->dims.n != rank ||
+      !shape_is_array(t->shape) || shape_is_dynamic(t->shape) ||
+      shape_is_dynamic(t->ops[0]->shape) || rank > 64)
     return false;
   HloInstr *root = body->root, **us;
   HloInstr *pass = root->ops[k];
