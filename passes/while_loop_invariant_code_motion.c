@@ -15,9 +15,21 @@
  *
  * Like XLA, data movement and constants (broadcast, reshape, transpose,
  * slice, ...) are not hoisted for their own sake: only when they feed an
- * invariant instruction that is worth hoisting.  Only loops whose body and
- * condition are called by that loop alone are changed (flatten-call-graph
- * makes it so).
+ * invariant instruction that is worth hoisting, and then they are copied
+ * out for it while the body keeps its own for its other users (XLA's
+ * CreateLoopInvariantCopy): only the instructions worth hoisting become
+ * state elements, never a materialized broadcast or transpose.
+ *
+ * Memory: a hoisted value lives through the whole loop, so nothing whose
+ * result is larger than its operands together (a broadcast, an iota, a
+ * gather or pad that grows its input) counts as invariant, and nothing
+ * computed from it is hoisted either (XLA's size-inflation check, its
+ * hoist_size_inflation_ratio of 1, formerly hoist_size_inflating_ops=false;
+ * constants are exempt, as there).  A value carried instead of its operands
+ * never makes the loop state larger.
+ *
+ * Only loops whose body and condition are called by that loop alone are
+ * changed (flatten-call-graph makes it so).
  */
 #include "passes.h"
 
@@ -49,6 +61,39 @@ static bool hoistable_op(const HloInstr *i) {
   }
 }
 
+/* Bytes of the array leaves of s (saturating; a malformed size counts as
+ * large). */
+static int64_t leaf_bytes(const Shape *s) {
+  if (!s)
+    return 0;
+  if (s->et == ET_TUPLE) {
+    int64_t n = 0;
+    for (int k = 0; k < s->ntuple; k++) {
+      int64_t b = leaf_bytes(s->tuple[k]);
+      n = b > INT64_MAX - n ? INT64_MAX : n + b;
+    }
+    return n;
+  }
+  if (!shape_is_array(s))
+    return 0;
+  int64_t b = shape_byte_size(s);
+  return b < 0 ? INT64_MAX : b;
+}
+
+/* i's result is larger than its operands together: hoisting it would grow
+ * what the loop keeps live.  Constants are exempt (no operands; the body
+ * keeps its own, see below). */
+static bool inflates(const HloInstr *i) {
+  if (i->op == HLO_CONSTANT)
+    return false;
+  int64_t in = 0;
+  for (int j = 0; j < i->nops; j++) {
+    int64_t b = leaf_bytes(i->ops[j]->shape);
+    in = b > INT64_MAX - in ? INT64_MAX : in + b;
+  }
+  return leaf_bytes(i->shape) > in;
+}
+
 /* Hoists what it can out of w; returns whether anything moved. */
 static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   Arena *a = ir_arena(e);
@@ -66,7 +111,8 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   }
   if (hi < lo)
     lo = hi = 0;
-  /* inv[id - lo]: 1 invariant, 2 invariant and hoisted. */
+  /* inv[id - lo]: 1 invariant, 2 hoisted, 3 copied out for a hoisted
+   * instruction, 4 the same and kept in the body for its other users. */
   uint8_t *inv = xcalloc((size_t)(hi - lo) + 1, 1);
   int ninv = 0;
   for (int k = 0; k < no; k++) {
@@ -80,7 +126,7 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
         inv[i->id - lo] = 1;
       continue;
     }
-    if (!hoistable_op(i))
+    if (!hoistable_op(i) || inflates(i))
       continue;
     bool all = true;
     for (int j = 0; j < i->nops && all; j++)
@@ -90,43 +136,28 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
       ninv++;
     }
   }
-  /* A constant, or data movement of constants alone (its broadcast,
-   * reshape, ...): like XLA, where it feeds a hoisted instruction it is
-   * copied out with it while the body keeps its own.  A state element
-   * carrying a constant is what while-loop-constant-sinking undoes, and
-   * the two passes would take turns forever. */
-  uint8_t *consts = xcalloc((size_t)(hi - lo) + 1, 1);
-  for (int k = 0; k < no; k++) {
-    HloInstr *i = order[k];
-    if (!inv[i->id - lo])
-      continue;
-    bool all = i->op == HLO_CONSTANT ||
-               (cheap(i->op) && i->op != HLO_IOTA && i->op != HLO_GET_TUPLE_ELEMENT &&
-                i->nops > 0);
-    for (int j = 0; j < i->nops && all; j++)
-      all = i->ops[j]->parent == body && consts[i->ops[j]->id - lo];
-    consts[i->id - lo] = all;
-  }
-  /* Worth hoisting: a non-cheap invariant instruction, and what feeds it
-   * (walk backwards so feeders are marked after their users). */
+  /* Worth hoisting (2): a non-cheap invariant instruction.  Copied out
+   * with it (3): the cheap ones (data movement, constants) that feed one,
+   * walking backwards so feeders are marked after their users. */
   bool any = false;
   for (int k = no - 1; k >= 0; k--) {
     HloInstr *i = order[k];
-    if (!inv[i->id - lo])
+    if (!inv[i->id - lo] || i->op == HLO_GET_TUPLE_ELEMENT)
       continue;
-    bool feeds = false;
+    if (!cheap(i->op)) {
+      inv[i->id - lo] = 2;
+      any = true;
+      continue;
+    }
     HloInstr **us;
     int nu = ir_users(e, i, &us);
-    for (int j = 0; j < nu && !feeds; j++)
-      feeds = inv[us[j]->id - lo] == 2;
-    bool own = !cheap(i->op) && i->op != HLO_GET_TUPLE_ELEMENT;
-    if (own || (feeds && i->op != HLO_GET_TUPLE_ELEMENT)) {
-      inv[i->id - lo] = 2;
-      any |= own;
-    }
+    for (int j = 0; j < nu; j++)
+      if (inv[us[j]->id - lo] >= 2) {
+        inv[i->id - lo] = 3;
+        break;
+      }
   }
   if (!any || ninv == 0) {
-    free(consts);
     free(inv);
     free(order);
     return false;
@@ -137,7 +168,7 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   Vec(HloInstr *) ops = {0};
   for (int k = 0; k < no; k++) {
     HloInstr *i = order[k];
-    if (inv[i->id - lo] != 2)
+    if (inv[i->id - lo] < 2)
       continue;
     ops.len = 0;
     for (int j = 0; j < i->nops; j++) {
@@ -153,18 +184,34 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
     clone[i->id - lo] = ir_clone(e, c, i, NULL, ops.len, ops.data);
   }
   vec_free(&ops);
-  /* The values the rest of the body still reads become state elements,
-   * except those made from constants alone: the body keeps its own. */
-  Vec(HloInstr *) out = {0}; /* hoisted body instructions still used */
-  for (int k = 0; k < no; k++) {
+  /* The hoisted values the rest of the body still reads become state
+   * elements.  What was copied out for them stays in the body for its
+   * other users: a state element carrying a materialized broadcast or
+   * transpose would cost memory for the whole loop, and one carrying a
+   * constant is what while-loop-constant-sinking undoes (the two passes
+   * would take turns forever). */
+  for (int k = no - 1; k >= 0; k--) { /* 4: copied out, and kept */
     HloInstr *i = order[k];
-    if (inv[i->id - lo] != 2 || consts[i->id - lo])
+    if (inv[i->id - lo] != 3)
       continue;
     HloInstr **us;
     int nu = ir_users(e, i, &us);
-    bool outside = ir_is_root(i);
+    for (int j = 0; j < nu; j++)
+      if (inv[us[j]->id - lo] < 2 || inv[us[j]->id - lo] == 4) {
+        inv[i->id - lo] = 4;
+        break;
+      }
+  }
+  Vec(HloInstr *) out = {0}; /* hoisted body instructions still used */
+  for (int k = 0; k < no; k++) {
+    HloInstr *i = order[k];
+    if (inv[i->id - lo] != 2)
+      continue;
+    HloInstr **us;
+    int nu = ir_users(e, i, &us);
+    bool outside = false;
     for (int j = 0; j < nu && !outside; j++)
-      outside = inv[us[j]->id - lo] != 2;
+      outside = inv[us[j]->id - lo] < 2 || inv[us[j]->id - lo] == 4;
     if (outside)
       vec_push(&out, i);
   }
@@ -198,7 +245,7 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   body->root = nr;
   ir_remove_dead(e, root);
   for (int k = no - 1; k >= 0; k--)
-    if (inv[order[k]->id - lo] == 2)
+    if (inv[order[k]->id - lo] >= 2)
       ir_remove_dead(e, order[k]);
   /* The loop: the new state; users that are not get-tuple-elements see the
    * old elements. */
@@ -236,7 +283,6 @@ static bool hoist(IrEdit *e, HloComp *c, HloInstr *w) {
   free(users);
   vec_free(&out);
   free(clone);
-  free(consts);
   free(inv);
   free(order);
   return true;
