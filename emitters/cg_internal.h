@@ -40,6 +40,8 @@ struct Codegen {
   LLVMTargetMachineRef tm;
   bool is_gpu;
   bool optimized;                 /* passes have run (module is final) */
+  bool args_may_alias;            /* the kernel being emitted writes a
+                                     result over an operand (no noalias) */
   int nvector;                    /* host kernels that want LLVM's loop
                                      vectorizer and unroller (not
                                      CgKernel.scalar) */

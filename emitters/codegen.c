@@ -319,9 +319,10 @@ static bool kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
   } else {
     /* the exported `void name(void **args, i64 lo, i64 hi)` unpacks args
      * and calls the internal body, whose pointer parameters are noalias:
-     * buffer assignment never lets a result share bytes with an operand,
-     * and operands are only read (LLVM keeps that knowledge as scoped
-     * alias metadata when it inlines the body) */
+     * operands are only read, and a result shares no bytes with an operand
+     * unless buffer assignment wrote it over one in place
+     * (args_may_alias; then none is noalias) (LLVM keeps that knowledge
+     * as scoped alias metadata when it inlines the body) */
     LLVMTypeRef p0 = LLVMPointerTypeInContext(cg->ctx, 0);
     LLVMTypeRef i64 = cg_i64(cg);
     LLVMTypeRef wt[3] = {p0, i64, i64};
@@ -338,7 +339,7 @@ static bool kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
     free(pt);
     LLVMSetLinkage(k->fn, LLVMInternalLinkage);
     unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n && !cg->args_may_alias; j++)
       LLVMAddAttributeAtIndex(k->fn, (LLVMAttributeIndex)(j + 1),
                               LLVMCreateEnumAttribute(cg->ctx, noalias, 0));
     unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
@@ -473,6 +474,10 @@ void codegen_drop_kernel(Codegen *cg, const char *name) {
 
 bool codegen_custom_call_kernel(const HloInstr *i) {
   return i->op == HLO_CUSTOM_CALL && (cg_is_topk(i) || cg_is_linalg(i));
+}
+
+void codegen_set_args_may_alias(Codegen *cg, bool may_alias) {
+  cg->args_may_alias = may_alias;
 }
 
 bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,

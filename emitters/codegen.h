@@ -108,6 +108,11 @@ void codegen_drop_kernel(Codegen *cg, const char *name);
  * codegen_kernel for it like for a fusion. */
 bool codegen_custom_call_kernel(const HloInstr *i);
 
+/* Whether the kernels emitted next may get a result slice that is also an
+ * operand slice (buffer assignment wrote the result over the operand, in
+ * place): their host bodies then drop `noalias` from their pointers. */
+void codegen_set_args_may_alias(Codegen *cg, bool may_alias);
+
 /* Emits kernel `name` computing instruction i (a fusion; any other op is
  * treated as a fusion of itself).  Host: ld->grid[0] is the number of
  * work units, everything else 1. */

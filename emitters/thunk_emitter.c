@@ -257,8 +257,16 @@ static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
   LaunchDims ld = {.grid = {1, 1, 1}, .block = {1, 1, 1}};
   char *name = NULL;
   if (ok) {
+    /* a result written over an operand in place (buffer_sharing.c) */
+    bool alias = false;
+    for (int w = 0; w < args.len && !alias; w++)
+      for (int r = 0; r < args.len && !alias; r++)
+        alias = wr.data[w] && !wr.data[r] &&
+                overlaps(args.data[w], args.data[r]);
     name = kernel_name(e, i);
+    codegen_set_args_may_alias(e->cg, alias);
     ok = codegen_kernel(e->cg, i, name, &ld, e->d);
+    codegen_set_args_may_alias(e->cg, false);
   }
   if (ok && ld.temp_bytes > 0) {
     /* the kernel's scratch: the start of the staging allocation, which

@@ -1,7 +1,8 @@
 /*
  * buffer_assignment.c - where every value of a module lives: dataflow over
- * the sequential schedule, liveness, and the allocations (XLA's
- * BufferAssignment, simplified as buffer_assignment.h describes).
+ * the sequential schedule, liveness, buffer sharing and the allocations
+ * (XLA's BufferAssignment with its heap simulator, as buffer_assignment.h
+ * describes).
  *
  * 1. Schedule and dataflow (one walk).  The entry is walked in instruction
  *    order; a while walks its condition then its body in place, a
@@ -13,64 +14,39 @@
  *    ones.  Called computations of other instructions (fusion, reduce's
  *    to_apply, ...) are not scheduled: the instruction is one value.
  * 2. Liveness.  A value is live from the time of its definition to its last
- *    use; a use inside a nested computation extends it there; a while's
- *    state and a conditional's result live through the whole instruction;
- *    a computation's root leaves live to the computation's end; entry
- *    results live to the end of the program.
- * 3. Allocation.  Entry parameter leaves, constants and entry results get
- *    their own allocations (in that order); every other value is a slice of
- *    one preallocated temp allocation (the last one), placed first-fit in
- *    order of decreasing size, 64-byte aligned, never overlapping a value
- *    whose live range overlaps its own.  The workspace of a library call
- *    (cuBLAS, cuDNN scratch: the second leaf of its result) gets an
- *    allocation of its own instead, as in XLA.  Live ranges are closed intervals,
- *    so an instruction's result never shares bytes with an operand that dies
- *    at that instruction.
+ *    use by an instruction that reads it (forwarding is no use); a use
+ *    inside a nested computation extends it there; a while's state lives
+ *    through the whole instruction, and so does a conditional's result; a
+ *    computation's root leaves live to the computation's
+ *    end; entry results to the end of the program.
+ * 3. Sharing (buffer_sharing.c).  Values that may hold one buffer in turn
+ *    form a group: an operand that dies at an instruction that can write its
+ *    result over it (elementwise at the same index, dynamic-update-slice),
+ *    a while's initial value and its state, the body's new state and the
+ *    state, a branch's result and the conditional's, a donated parameter
+ *    and its aliased output.
+ * 4. Allocation.  Entry parameter leaves, constants and entry results get
+ *    their own allocations (in that order; a group goes with its parameter
+ *    or result); every other group is a slice of one preallocated temp
+ *    allocation (the last one), its live range the union of its members',
+ *    placed by a global decreasing-size best fit (XLA's
+ *    GlobalDecreasingSizeBestFitHeap): 64-byte aligned (256 for a library
+ *    call's workspace), never overlapping a group whose live range overlaps
+ *    its own.  Live ranges are closed intervals, so an instruction's result
+ *    never shares bytes with an operand that dies at that instruction
+ *    unless they are one group.
  *
  * Value ids (in ba_print) are their creation order along the schedule.
  */
-#include "buffer_assignment.h"
+#include "ba_internal.h"
 
 #include "../lib/hlo/backend_config.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ALIGN 64
-#define END_OF_PROGRAM INT_MAX
-
-enum { VK_TEMP, VK_PARAM, VK_CONST };
-
-typedef struct Value {
-  const HloInstr *def;
-  int leaf;                       /* leaf of def's result */
-  const Shape *shape;             /* the leaf's shape */
-  int64_t size;
-  int kind;                       /* VK_* */
-  bool output;                    /* an entry result leaf */
-  int start, end;                 /* live range, closed */
-  int alloc;
-  int64_t offset;
-} Value;
-
-typedef Vec(Value) ValueVec;
-typedef Vec(BufAlloc) AllocVec;
-
-struct BufferAssignment {
-  const HloModule *m;
-  Arena *ar;                      /* leaf tables, allocation strings */
-  ValueVec vals;
-  int nids;                       /* instruction ids are < nids */
-  int **leafvals;                 /* by instruction id: value per leaf, -1
-                                     for a token; NULL: not scheduled */
-  int *nleaves;
-  AllocVec allocs;
-  int64_t peak_temp;              /* most temp bytes live at once */
-  HashMap scheduled;              /* computation name -> itself */
-  Diag *d;
-  int now;                        /* the timeline */
-};
+#define WORKSPACE_ALIGN 256
 
 /* ---- leaves ---------------------------------------------------------- */
 
@@ -118,7 +94,7 @@ static int shape_depth(const Shape *s) {
 /* ---- dataflow and schedule -------------------------------------------- */
 
 static int *leaves_of(BufferAssignment *ba, const HloInstr *i) {
-  return i->id >= 0 && i->id < ba->nids ? ba->leafvals[i->id] : NULL;
+  return ba_leaves_of(ba, i);
 }
 
 static bool set_leaves(BufferAssignment *ba, const HloInstr *i, int n,
@@ -154,7 +130,8 @@ static int *define(BufferAssignment *ba, const HloInstr *i, int kind) {
       return NULL;
     }
     Value val = {.def = i, .leaf = k, .shape = s, .size = size, .kind = kind,
-                 .start = ba->now, .end = ba->now, .alloc = -1};
+                 .start = ba->now, .end = ba->now, .alloc = -1,
+                 .parent = ba->vals.len, .gparam = -1};
     v[k] = ba->vals.len;
     vec_push(&ba->vals, val);
   }
@@ -191,6 +168,8 @@ static bool walk_nested(BufferAssignment *ba, const HloInstr *i,
 static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
                        int *const *bind) {
   int t = ++ba->now;
+  vec_push(&ba->at, i);
+  bool forwards = false;          /* only names its operands' values */
   for (int k = 0; k < i->nops; k++)
     if (!leaves_of(ba, i->ops[k]))
       return diag_error(ba->d, i->loc, "buffer assignment: operand %s of %s "
@@ -225,6 +204,7 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
     if (at != n)
       return diag_error(ba->d, i->loc, "buffer assignment: tuple %s does "
                         "not match its operands", i->name);
+    forwards = true;
     break;
   }
   case HLO_GET_TUPLE_ELEMENT: {
@@ -236,6 +216,7 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
     for (int k = 0; k < i->tuple_index; k++)
       at += leaf_count(ts->tuple[k]);
     v = leaves_of(ba, i->ops[0]) + at;
+    forwards = true;
     break;
   }
   case HLO_ALL_REDUCE_DONE:
@@ -253,10 +234,12 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
   case HLO_BITCAST:
   case HLO_OPTIMIZATION_BARRIER:
   case HLO_ADD_DEPENDENCY:
-    if (ba->nleaves[i->ops[0]->id] == n)
+    if (ba->nleaves[i->ops[0]->id] == n) {
       v = leaves_of(ba, i->ops[0]);
-    else
+      forwards = true;
+    } else {
       v = define(ba, i, VK_TEMP);
+    }
     break;
   case HLO_WHILE: {
     if (i->ncalled != 2 || i->nops != 1)
@@ -268,8 +251,13 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
     if (!set_leaves(ba, i, n, v) || !walk_nested(ba, i, i->called[0], v, n) ||
         !walk_nested(ba, i, i->called[1], v, n))
       return false;
-    for (int k = 0; k < n; k++)
+    LoopRec lr = {.w = i, .t = t, .nleaves = n,
+                  .last_use = ARENA_ARRAY(ba->ar, int, n ? n : 1)};
+    for (int k = 0; k < n; k++) {
+      lr.last_use[k] = v[k] >= 0 ? ba->vals.data[v[k]].end : t;
       use_value(ba, v[k], ba->now);
+    }
+    vec_push(&ba->loops, lr);
     return true;
   }
   case HLO_CONDITIONAL: {
@@ -283,14 +271,19 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
       use_all(ba, i->ops[k], t);
     if (!set_leaves(ba, i, n, v))
       return false;
+    CondRec cr = {.c = i, .bstart = ARENA_ARRAY(ba->ar, int, i->ncalled),
+                  .bend = ARENA_ARRAY(ba->ar, int, i->ncalled)};
     for (int k = 0; k < i->ncalled; k++) {
       const HloInstr *arg = i->ops[k + 1];
+      cr.bstart[k] = ba->now + 1;
       if (!walk_nested(ba, i, i->called[k], leaves_of(ba, arg),
                        ba->nleaves[arg->id]))
         return false;
+      cr.bend[k] = ba->now;
     }
     for (int k = 0; k < n; k++)
       use_value(ba, v[k], ba->now);
+    vec_push(&ba->conds, cr);
     return true;
   }
   case HLO_CALL:
@@ -308,8 +301,9 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
     return ba->d->has_error ? false
                             : diag_error(ba->d, i->loc, "buffer assignment: "
                                          "no values for %s", i->name);
-  for (int k = 0; k < i->nops; k++)
-    use_all(ba, i->ops[k], t);
+  if (!forwards)
+    for (int k = 0; k < i->nops; k++)
+      use_all(ba, i->ops[k], t);
   return set_leaves(ba, i, n, v);
 }
 
@@ -337,20 +331,22 @@ static int new_alloc(BufferAssignment *ba, int64_t size, unsigned flags) {
   return ba->allocs.len - 1;
 }
 
-typedef struct TempOrder {
-  const Value *vals;
-  int idx;
-} TempOrder;
+/* A group placed in the temp allocation (its root value). */
+typedef struct TempGroup {
+  int root;
+  int start, end;                 /* the group's live range */
+  int64_t size;
+  int64_t align;
+} TempGroup;
 
 /* Larger first, then earlier start, then creation order. */
 static int cmp_temp(const void *pa, const void *pb) {
-  const TempOrder *a = pa, *b = pb;
-  const Value *x = &a->vals[a->idx], *y = &b->vals[b->idx];
+  const TempGroup *x = pa, *y = pb;
   if (x->size != y->size)
     return x->size > y->size ? -1 : 1;
   if (x->start != y->start)
     return x->start < y->start ? -1 : 1;
-  return a->idx - b->idx;
+  return x->root - y->root;
 }
 
 typedef struct Span {
@@ -362,11 +358,7 @@ static int cmp_span(const void *pa, const void *pb) {
   return a->lo < b->lo ? -1 : a->lo > b->lo ? 1 : 0;
 }
 
-static int64_t align_up(int64_t x) { return (x + ALIGN - 1) / ALIGN * ALIGN; }
-
-static bool overlap(const Value *a, const Value *b) {
-  return a->start <= b->end && b->start <= a->end;
-}
+static int64_t align_to(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 typedef struct Event {
   int t;
@@ -381,78 +373,107 @@ static int cmp_event(const void *pa, const void *pb) {
   return (b->delta < 0) - (a->delta < 0);
 }
 
-/* The workspace of a library call (the second leaf of its result): a
- * buffer of its own, as XLA gives cuBLAS and cuDNN scratch. */
+/* The workspace of a library call (the second leaf of its result, cuBLAS
+ * and cuDNN scratch): an ordinary temp, live while its call runs, aligned
+ * for the library. */
 static bool is_workspace(const Value *v) {
   return v->kind == VK_TEMP && !v->output && v->leaf >= 1 && v->size > 0 &&
          libcall_target(v->def) != LIBCALL_NONE;
 }
 
+/* The offset for a group of `size` bytes among the placed groups whose
+ * ranges overlap its own (spans, sorted): the smallest gap that holds it
+ * (lowest offset on a tie), else the end of the highest span. */
+static int64_t best_fit(const Span *spans, int ns, int64_t size,
+                        int64_t align) {
+  int64_t cursor = 0, best = -1, best_gap = 0;
+  for (int j = 0; j < ns; j++) {
+    int64_t at = align_to(cursor, align);
+    if (spans[j].lo > at && spans[j].lo - at >= size) {
+      int64_t gap = spans[j].lo - at;
+      if (best < 0 || gap < best_gap) {
+        best = at;
+        best_gap = gap;
+      }
+    }
+    if (spans[j].hi > cursor)
+      cursor = spans[j].hi;
+  }
+  return best >= 0 ? best : align_to(cursor, align);
+}
+
+/* Every group without an allocation: slices of one temp allocation, by a
+ * global decreasing-size best fit over their live ranges. */
 static void place_temps(BufferAssignment *ba) {
   Value *vals = ba->vals.data;
-  int n = 0;
+  Vec(TempGroup) gs = {0};
   for (int k = 0; k < ba->vals.len; k++) {
-    if (is_workspace(&vals[k])) {
-      vals[k].alloc = new_alloc(ba, vals[k].size, 0);
-      vals[k].offset = 0;
+    Value *v = &vals[k];
+    if (v->parent != k || v->alloc >= 0)
       continue;
-    }
-    n += vals[k].kind == VK_TEMP && !vals[k].output;
+    TempGroup g = {.root = k, .start = v->gstart, .end = v->gend,
+                   .align = ALIGN};
+    vec_push(&gs, g);
   }
-  if (n == 0)
+  if (gs.len == 0)
     return;
-  TempOrder *order = xcalloc((size_t)n, sizeof *order);
-  int at = 0;
-  for (int k = 0; k < ba->vals.len; k++)
-    if (vals[k].kind == VK_TEMP && !vals[k].output && !is_workspace(&vals[k]))
-      order[at++] = (TempOrder){vals, k};
-  qsort(order, (size_t)n, sizeof *order, cmp_temp);
+  /* sizes and alignments from the members (root order = gs order) */
+  int *slot = xcalloc((size_t)ba->vals.len, sizeof *slot);
+  for (int j = 0; j < gs.len; j++)
+    slot[gs.data[j].root] = j + 1;
+  for (int k = 0; k < ba->vals.len; k++) {
+    int j = slot[vals[k].parent] - 1;
+    if (j < 0)
+      continue;
+    TempGroup *g = &gs.data[j];
+    if (vals[k].size > g->size)
+      g->size = vals[k].size;
+    if (is_workspace(&vals[k]))
+      g->align = WORKSPACE_ALIGN;
+  }
+  free(slot);
+  qsort(gs.data, (size_t)gs.len, sizeof *gs.data, cmp_temp);
   int alloc = new_alloc(ba, 0, ALLOC_TEMP);
-  int64_t size = 0;
-  Span *spans = xcalloc((size_t)n, sizeof *spans);
-  for (int k = 0; k < n; k++) {
-    Value *v = &vals[order[k].idx];
-    v->alloc = alloc;
-    v->offset = 0;
-    if (v->size == 0)
+  int64_t total = 0;
+  Span *spans = xcalloc((size_t)gs.len, sizeof *spans);
+  for (int k = 0; k < gs.len; k++) {
+    TempGroup *g = &gs.data[k];
+    Value *r = &vals[g->root];
+    r->alloc = alloc;
+    r->offset = 0;
+    if (g->size == 0)
       continue;
     int ns = 0;
     for (int j = 0; j < k; j++) {
-      const Value *w = &vals[order[j].idx];
-      if (w->size > 0 && overlap(v, w))
-        spans[ns++] = (Span){w->offset, w->offset + w->size};
+      const TempGroup *h = &gs.data[j];
+      if (h->size > 0 && g->start <= h->end && h->start <= g->end)
+        spans[ns++] = (Span){vals[h->root].offset,
+                             vals[h->root].offset + h->size};
     }
     qsort(spans, (size_t)ns, sizeof *spans, cmp_span);
-    int64_t off = 0;
-    for (int j = 0; j < ns; j++) {
-      if (off + v->size <= spans[j].lo)
-        break;
-      if (spans[j].hi > off)
-        off = align_up(spans[j].hi);
-    }
-    v->offset = off;
-    if (off + v->size > size)
-      size = off + v->size;
+    r->offset = best_fit(spans, ns, g->size, g->align);
+    if (r->offset + g->size > total)
+      total = r->offset + g->size;
   }
-  ba->allocs.data[alloc].size = size;
+  ba->allocs.data[alloc].size = total;
   /* The peak of live temp bytes (for the fragmentation statistic). */
-  Event *ev = xcalloc((size_t)n * 2, sizeof *ev);
-  for (int k = 0; k < n; k++) {
-    const Value *v = &vals[order[k].idx];
-    ev[2 * k] = (Event){v->start, v->size};
-    ev[2 * k + 1] = (Event){v->end == INT_MAX ? INT_MAX : v->end + 1,
-                            -v->size};
+  Event *ev = xcalloc((size_t)gs.len * 2, sizeof *ev);
+  for (int k = 0; k < gs.len; k++) {
+    const TempGroup *g = &gs.data[k];
+    ev[2 * k] = (Event){g->start, g->size};
+    ev[2 * k + 1] = (Event){g->end == INT_MAX ? INT_MAX : g->end + 1,
+                            -g->size};
   }
-  qsort(ev, (size_t)n * 2, sizeof *ev, cmp_event);
+  qsort(ev, (size_t)gs.len * 2, sizeof *ev, cmp_event);
   int64_t live = 0;
-  for (int k = 0; k < 2 * n; k++) {
+  for (int k = 0; k < 2 * gs.len; k++) {
     live += ev[k].delta;
     if (live > ba->peak_temp)
       ba->peak_temp = live;
   }
   free(ev);
   free(spans);
-  free(order);
+  vec_free(&gs);
 }
 
 static char *shape_text(Arena *ar, const Shape *s) {
@@ -462,10 +483,51 @@ static char *shape_text(Arena *ar, const Shape *s) {
   return r;
 }
 
-static void assign(BufferAssignment *ba) {
+/* The leaf number of ShapeIndex idx in s, -1 when it names no leaf. */
+static int leaf_at(const Shape *s, const I64List *idx) {
+  int leaf = 0;
+  for (int d = 0; d < idx->n; d++) {
+    if (s->et != ET_TUPLE || idx->v[d] < 0 || idx->v[d] >= s->ntuple)
+      return -1;
+    for (int k = 0; k < idx->v[d]; k++)
+      leaf += leaf_count(s->tuple[k]);
+    s = s->tuple[idx->v[d]];
+  }
+  return s->et == ET_TUPLE ? -1 : leaf;
+}
+
+/* Entry results live to the end; parameters an output aliases are
+ * donated (buffer_sharing.c may put that output's group in them). */
+static void mark_entry_values(BufferAssignment *ba) {
   const HloComp *entry = ba->m->entry;
   Value *vals = ba->vals.data;
-  /* Entry parameters, leaf by leaf. */
+  int *rv = leaves_of(ba, entry->root);
+  for (int k = 0; rv && k < ba->nleaves[entry->root->id]; k++) {
+    if (rv[k] < 0)
+      continue;
+    vals[rv[k]].end = END_OF_PROGRAM;
+    if (vals[rv[k]].kind == VK_TEMP)
+      vals[rv[k]].output = true;
+  }
+  for (int a = 0; a < ba->m->nio_alias; a++) {
+    const AliasEntry *al = &ba->m->io_alias[a];
+    if (al->operand < 0 || al->operand >= entry->nparams)
+      continue;
+    const HloInstr *pi = entry->params[al->operand];
+    int *pv = leaves_of(ba, pi);
+    int leaf = leaf_at(pi->shape, &al->operand_index);
+    if (pv && leaf >= 0 && leaf < ba->nleaves[pi->id] && pv[leaf] >= 0 &&
+        vals[pv[leaf]].kind == VK_PARAM)
+      vals[pv[leaf]].donated = true;
+  }
+}
+
+static void assign(BufferAssignment *ba) {
+  const HloComp *entry = ba->m->entry;
+  mark_entry_values(ba);
+  ba_share_buffers(ba);
+  Value *vals = ba->vals.data;
+  /* Entry parameters, leaf by leaf (with the groups that use them). */
   for (int p = 0; p < entry->nparams; p++) {
     const HloInstr *pi = entry->params[p];
     int *v = leaves_of(ba, pi);
@@ -483,32 +545,36 @@ static void assign(BufferAssignment *ba) {
       leaf_shape(pi->shape, k, al->param_index, &al->nparam_index);
       al->param_shape = pshape;
       vals[v[k]].alloc = a;
+      vals[vals[v[k]].parent].alloc = a;
     }
   }
   /* Constants, in schedule order. */
   for (int k = 0; k < ba->vals.len; k++)
-    if (vals[k].kind == VK_CONST) {
+    if (vals[k].kind == VK_CONST)
       vals[k].alloc = new_alloc(ba, vals[k].size, ALLOC_CONSTANT);
-    }
-  /* Entry results. */
+  /* Entry results: a group of its own gets an output allocation. */
   int *rv = leaves_of(ba, entry->root);
   char *rshape = shape_text(ba->ar, entry->root->shape);
   for (int k = 0; rv && k < ba->nleaves[entry->root->id]; k++) {
     if (rv[k] < 0)
       continue;
     Value *v = &vals[rv[k]];
-    v->end = END_OF_PROGRAM;
-    if (v->kind != VK_TEMP) {
-      ba->allocs.data[v->alloc].flags |= ALLOC_MAYBE_LIVE_OUT;
+    Value *g = &vals[v->parent];
+    if (v->kind != VK_TEMP || g->alloc >= 0) {
+      int a = v->kind != VK_TEMP ? v->alloc : g->alloc;
+      ba->allocs.data[a].flags |= ALLOC_MAYBE_LIVE_OUT;
       continue;
     }
-    if (v->output)
-      continue;
-    v->output = true;
-    v->alloc = new_alloc(ba, v->size, ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
-    ba->allocs.data[v->alloc].output_shape = rshape;
+    g->alloc = new_alloc(ba, g->size, ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
+    ba->allocs.data[g->alloc].output_shape = rshape;
   }
   place_temps(ba);
+  /* Every member where its group is. */
+  for (int k = 0; k < ba->vals.len; k++) {
+    const Value *g = &vals[vals[k].parent];
+    vals[k].alloc = g->alloc;
+    vals[k].offset = g->offset;
+  }
 }
 
 BufferAssignment *buffer_assign(const HloModule *m, Diag *d) {
@@ -526,6 +592,7 @@ BufferAssignment *buffer_assign(const HloModule *m, Diag *d) {
   ba->nids = maxid;
   ba->leafvals = ARENA_ARRAY(ba->ar, int *, maxid ? maxid : 1);
   ba->nleaves = ARENA_ARRAY(ba->ar, int, maxid ? maxid : 1);
+  vec_push(&ba->at, NULL);        /* times start at 1 */
   if (!walk_comp(ba, m->entry, NULL, NULL)) {
     buffer_assignment_free(ba);
     return NULL;
@@ -539,6 +606,9 @@ void buffer_assignment_free(BufferAssignment *ba) {
     return;
   vec_free(&ba->vals);
   vec_free(&ba->allocs);
+  vec_free(&ba->at);
+  vec_free(&ba->loops);
+  vec_free(&ba->conds);
   hashmap_free(&ba->scheduled);
   arena_free(ba->ar);
   free(ba);
@@ -563,6 +633,9 @@ bool ba_slice(const BufferAssignment *ba, const HloInstr *i, int leaf,
   return true;
 }
 
+/* The members of a group hold the same slice and may overlap in time (the
+ * sharing rules made them take turns); values of different groups in one
+ * allocation may not share bytes while both groups are live. */
 bool ba_verify(const BufferAssignment *ba, Diag *d) {
   const Value *vals = ba->vals.data;
   for (int a = 0; a < ba->vals.len; a++) {
@@ -573,10 +646,17 @@ bool ba_verify(const BufferAssignment *ba, Diag *d) {
     if (x->offset < 0 || x->offset + x->size > ba->allocs.data[x->alloc].size)
       return diag_error(d, x->def->loc, "value %d (%s) is outside its "
                         "allocation", a, x->def->name);
+    const Value *gx = &vals[x->parent];
+    if (x->alloc != gx->alloc || x->offset != gx->offset)
+      return diag_error(d, x->def->loc, "value %d (%s) is not where its "
+                        "group is", a, x->def->name);
     for (int b = a + 1; b < ba->vals.len; b++) {
       const Value *y = &vals[b];
       if (y->alloc != x->alloc || x->size == 0 || y->size == 0 ||
-          !overlap(x, y))
+          y->parent == x->parent)
+        continue;
+      const Value *gy = &vals[y->parent];
+      if (gx->gstart > gy->gend || gy->gstart > gx->gend)
         continue;
       if (x->offset < y->offset + y->size && y->offset < x->offset + x->size)
         return diag_error(d, x->def->loc, "values %d (%s) and %d (%s) are "
@@ -589,8 +669,8 @@ bool ba_verify(const BufferAssignment *ba, Diag *d) {
 
 /* ---- text ------------------------------------------------------------- */
 
-/* XLA's HumanReadableNumBytes. */
-static void put_bytes(StrBuf *b, int64_t n) {
+/* XLA's HumanReadableNumBytes, right-aligned in 10 columns. */
+void ba_put_bytes(StrBuf *b, int64_t n) {
   char buf[32];
   if (n < 1024) {
     snprintf(buf, sizeof buf, "%lldB", (long long)n);
@@ -631,14 +711,14 @@ static void put_value(StrBuf *b, const Value *v, int id) {
 
 static void put_stat(StrBuf *b, const char *label, int64_t n) {
   sb_printf(b, "%33s: ", label);
-  put_bytes(b, n);
+  ba_put_bytes(b, n);
   sb_putc(b, '\n');
 }
 
 static void put_frag(StrBuf *b, const char *label, int64_t frag,
                      int64_t total) {
   sb_printf(b, "%33s: ", label);
-  put_bytes(b, frag);
+  ba_put_bytes(b, frag);
   /* XLA divides by zero here (nan); an empty allocation is 0% fragmented. */
   sb_printf(b, " (%.2f%%)\n", total > 0 ? 100.0 * (double)frag / (double)total
                                         : 0.0);
@@ -693,7 +773,7 @@ void ba_print(StrBuf *b, const BufferAssignment *ba) {
   {
     StrBuf h;
     sb_init(&h);
-    put_bytes(&h, total);
+    ba_put_bytes(&h, total);
     const char *s = h.s;
     while (*s == ' ')
       s++;

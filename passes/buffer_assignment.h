@@ -12,23 +12,32 @@
  * Every other instruction defines its leaves.
  *
  * Allocations (XLA's rules, simplified):
- *   - each entry parameter leaf: its own ALLOC_PARAMETER allocation;
+ *   - each entry parameter leaf: its own ALLOC_PARAMETER allocation (which
+ *     a donated parameter's output may share, below);
  *   - each constant: its own ALLOC_CONSTANT allocation;
  *   - the entry result leaves: ALLOC_OUTPUT (ALLOC_MAYBE_LIVE_OUT) ones,
  *     unless the leaf is a parameter or constant value, which stays where it
  *     is;
- *   - everything else: slices of ALLOC_TEMP allocations, with offsets that
- *     reuse the space of values that are dead by then (liveness over the
- *     sequential schedule), aligned to 64 bytes.
- *   - while: its leaves are the loop state, in their own buffers; the
- *     parameters of its condition and body alias them.  Copy-insertion makes
- *     every body root leaf either the body parameter's same leaf (passed
- *     through) or a value computed in the body, so the thunk emitter copies
- *     init -> state before the loop and body root -> state after each body
- *     run without hazards.
- *   - conditional: its leaves are own buffers; the parameter of branch k
- *     aliases operand k+1; the thunk emitter copies each branch's root
- *     leaves into the conditional's leaves.
+ *   - everything else: slices of one ALLOC_TEMP allocation, with offsets
+ *     that reuse the space of values that are dead by then (liveness over
+ *     the sequential schedule), aligned to 64 bytes (library workspaces to
+ *     256), packed by a decreasing-size best fit.
+ *   - Sharing (buffer_sharing.c): values that take turns in one buffer
+ *     form a group with one slice: a result written in place over an
+ *     operand that dies at it, a while's state and its initial value, its
+ *     body's new state, a conditional's result and its branches' roots, a
+ *     donated parameter and its aliased output.  A group goes where its
+ *     parameter or output goes, else into the temp allocation.
+ *   - while: its leaves are the loop state; the parameters of its condition
+ *     and body alias them.  Copy-insertion makes every body root leaf either
+ *     the body parameter's same leaf (passed through) or a value computed in
+ *     the body, so the thunk emitter copies init -> state before the loop
+ *     and body root -> state after each body run where their slices differ
+ *     (where sharing did not make them one), without hazards.
+ *   - conditional: its leaves are own buffers (or its branches' roots); the
+ *     parameter of branch k aliases operand k+1; the thunk emitter copies
+ *     each branch's root leaves into the conditional's leaves where they
+ *     differ.
  *   Values of nested computations never share space with values that are
  *   live across the instruction that calls them.
  *
@@ -78,5 +87,22 @@ bool ba_verify(const BufferAssignment *ba, Diag *d);
  * XLA's HumanReadableNumBytes writes them: "64B", "3.0KiB", "2.00MiB").
  * XLA's "Used values:" list (positions and uses) is left out. */
 void ba_print(StrBuf *b, const BufferAssignment *ba);
+
+/*
+ * memory_report.c
+ */
+/* The most bytes live at once over the schedule (parameter and constant
+ * allocations throughout, output and temp values over their live ranges)
+ * and, in *at_time when not NULL, the schedule step where it is first
+ * reached. */
+int64_t ba_peak_bytes(const BufferAssignment *ba, int *at_time);
+/* The memory usage report (--stage=memory, *.memory-usage-report.txt):
+ * "Total bytes used", the peak of live bytes and the instruction where it
+ * occurs, the totals by kind (parameters, constants, outputs, temp, library
+ * workspaces, fragmentation), then the buffers live at the peak, largest
+ * first, each with its kind, instruction, shape and source line (metadata);
+ * at most max_buffers of them (0: all). */
+void ba_print_memory_report(StrBuf *b, const BufferAssignment *ba,
+                            int max_buffers);
 
 #endif

@@ -172,7 +172,7 @@ same "multi-module output re-parses" "$t/two.out" "$t/out"
 
 # ---- back-end stages, options and the artifact ----------------------------
 e2e=testdata/e2e/elementwise_chain.hlo
-for s in buffer-assignment thunks llvm-before-optimizations llvm llvm-after-optimizations ptx artifact; do
+for s in buffer-assignment memory thunks llvm-before-optimizations llvm llvm-after-optimizations ptx artifact; do
   grep -qx -- "$s" <("$xhloc" --list-stages) && ok || bad "--list-stages lacks $s"
 done
 for o in --target --arch --libdevice --host-cpu --host-math --host-linker; do
@@ -269,12 +269,12 @@ grep -q 'custom-call' "$t/err" && ok || bad "unsupported op: the message does no
 # --dump-to: the back end's files, with XLA's names.
 run --target=host --dump-to="$t/dump" -o "$t/art/d" "$e2e"
 expect "--dump-to with the artifact" 0
-for f in cpu_after_optimizations.txt cpu_after_optimizations-buffer-assignment.txt thunk_sequence.txt ir-no-opt.ll ir-with-opt.ll; do
+for f in cpu_after_optimizations.txt cpu_after_optimizations-buffer-assignment.txt cpu_after_optimizations-memory-usage-report.txt thunk_sequence.txt ir-no-opt.ll ir-with-opt.ll; do
   ls "$t/dump"/module_0000.jit_f.$f >/dev/null 2>&1 && ok || bad "--dump-to (host) lacks module_0000.jit_f.$f"
 done
 run --dump-to="$t/dump2" --stage=ptx "$e2e"
 expect "--dump-to with ptx" 0
-for f in sm_9.0_gpu_after_optimizations.txt sm_9.0_gpu_after_optimizations-buffer-assignment.txt thunk_sequence.txt ir-no-opt.ll ir-with-opt.ll ptx; do
+for f in sm_9.0_gpu_after_optimizations.txt sm_9.0_gpu_after_optimizations-buffer-assignment.txt sm_9.0_gpu_after_optimizations-memory-usage-report.txt thunk_sequence.txt ir-no-opt.ll ir-with-opt.ll ptx; do
   ls "$t/dump2"/module_0000.jit_f.$f >/dev/null 2>&1 && ok || bad "--dump-to (gpu) lacks module_0000.jit_f.$f"
 done
 

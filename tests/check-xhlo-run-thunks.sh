@@ -243,6 +243,8 @@ expect "bad --command-buffers" 2 "bad value for --command-buffers: yes (on or of
   "$run" "$tmp/loopcb.thunks" --input=3 --command-buffers=yes
 expect "profile" 0 "thunk profile: 3 runs on host (monotonic clock)" -- \
   "$run" "$tmp/loop.thunks" --input=3 --iterations=3 --profile --quiet
+expect "profile memory" 0 "host memory: 512 B in one pool for the artifact's 2 allocations (parameters 4 B, constants 0 B, outputs 12 B, temp 0 B)" -- \
+  "$run" "$tmp/loop.thunks" --input=3 --iterations=3 --profile --quiet
 # the profile table and the trace, checked line by line and event by event
 # (tests/profile_check.py): n=3 runs the cond 4 times and the body 3 times
 loop_calls="zero=1 w=1 w/cond/lt=4 w/body/inc=3 w/body/c1=3"
@@ -363,6 +365,8 @@ gpu_cases() {
     done
   done
   expect "$l profile" 0 "thunk profile: 3 runs on cuda (CUDA events)" -- \
+    "$run" "$tmp/gloop.thunks" --input=4 --iterations=3 --profile --quiet
+  expect "$l profile memory" 0 "device memory: 512 B in one pool for the artifact's 2 allocations (parameters 4 B, constants 0 B, outputs 12 B, temp 0 B)" -- \
     "$run" "$tmp/gloop.thunks" --input=4 --iterations=3 --profile --quiet
   profile_case "$l profile loop" "$tmp/gloop.thunks" cuda 3 "$loop_calls" "$loop_bytes" -- --input=3
   profile_case "$l profile add" "$tmp/gadd.thunks" cuda 2 "add4=1" "add4=48" -- "${in2[@]}"

@@ -84,6 +84,9 @@ static void print_timings(double *run_ms, double *exec_ms, int n, const Executor
   StrBuf b;
   sb_init(&b);
   profile_print_summary(&b, p, np, n, platform, platform_clock(platform));
+  ExecMemory mem;
+  executor_memory(e, &mem);
+  executor_print_memory(&b, &mem, platform);
   fputs(b.s ? b.s : "", stdout);
   sb_free(&b);
 }

@@ -1,6 +1,6 @@
 /*
  * backend.c - the stages after "hlo" for one module, in order: buffer
- * assignment, thunk emission (which generates every kernel), on the GPU the
+ * assignment (and its memory usage report), thunk emission (which generates every kernel), on the GPU the
  * command-buffer conversion of the thunk sequence, the LLVM IR
  * before and after optimization, the PTX, and the artifact files.  Each
  * stage's --dump-to file is written when the stage is reached.
@@ -70,13 +70,25 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
   if (ok)
     ok = (ba = buffer_assign(m, d)) != NULL;
   phase_since(o->times, "buffer assignment", t0);
+  size_t base = name.len;
   if (ok && (stage == STAGE_BUFFERS || o->dump_to)) {
     sb_clear(&text);
     ba_print(&text, ba);
     sb_puts(&name, "-buffer-assignment.txt");
     ok = emit_text(o, m, name.s, &text, stage == STAGE_BUFFERS, out, d);
+    name.len = base;
+    name.s[base] = '\0';
   }
-  if (!ok || stage == STAGE_BUFFERS)
+  /* XLA's dump: PREFIX-memory-usage-report.txt */
+  if (ok && (stage == STAGE_MEMORY || o->dump_to)) {
+    sb_clear(&text);
+    ba_print_memory_report(&text, ba, 0);
+    sb_puts(&name, "-memory-usage-report.txt");
+    ok = emit_text(o, m, name.s, &text, stage == STAGE_MEMORY, out, d);
+    name.len = base;
+    name.s[base] = '\0';
+  }
+  if (!ok || stage == STAGE_BUFFERS || stage == STAGE_MEMORY)
     goto done;
 
   /* Thunk emission, with a kernel per fusion. */

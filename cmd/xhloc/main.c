@@ -38,6 +38,11 @@ static const struct {
     {STAGE_HLO, "hlo", "after the HLO optimization pipeline (or --run-passes)"},
     {STAGE_BUFFERS, "buffer-assignment",
      "the buffer assignment (allocations and the values in them)"},
+    {STAGE_MEMORY, "memory",
+     "where the bytes go: the peak of live bytes, where it\n"
+     "                        occurs, the buffers live there (largest first,\n"
+     "                        with instruction, shape and source line) and\n"
+     "                        the totals by kind"},
     {STAGE_THUNKS, "thunks", "the thunk sequence (XLA's thunk_sequence.txt)"},
     {STAGE_LLVM_NO_OPT, "llvm-before-optimizations",
      "the kernels' LLVM IR before LLVM optimization"},

@@ -17,6 +17,7 @@ typedef enum StageId {
   STAGE_INDEXING,    /* parse + verify, print every instruction's indexing maps */
   STAGE_HLO,         /* + the HLO pass pipeline (passes/pipeline.c) */
   STAGE_BUFFERS,     /* + backend preparation, buffer assignment */
+  STAGE_MEMORY,      /* the memory usage report of the buffer assignment */
   STAGE_THUNKS,      /* + thunk emission (kernels generated) */
   STAGE_LLVM_NO_OPT, /* the kernels' LLVM IR before optimization */
   STAGE_LLVM,        /* the kernels' LLVM IR after optimization */

@@ -657,6 +657,43 @@ static bool alloc_pool(Executor *e, Diag *d) {
   return true;
 }
 
+void executor_memory(const Executor *e, ExecMemory *m) {
+  memset(m, 0, sizeof *m);
+  m->pool = (int64_t)e->pool_size;
+  m->nallocs = e->a->nallocs;
+  for (int k = 0; k < e->a->nallocs; k++) {
+    const BufAlloc *al = &e->a->allocs[k];
+    if (al->flags & ALLOC_PARAMETER) m->parameters += al->size;
+    else if (al->flags & ALLOC_CONSTANT) m->constants += al->size;
+    else if (al->flags & ALLOC_OUTPUT) m->outputs += al->size;
+    else m->temp += al->size;
+  }
+  m->staging = e->stage ? (int64_t)e->stage_size : 0;
+}
+
+static void put_mib(StrBuf *b, int64_t n) {
+  if (n < 1024) sb_printf(b, "%lld B", (long long)n);
+  else if (n < 1024 * 1024) sb_printf(b, "%.1f KiB", (double)n / 1024.0);
+  else if (n < (int64_t)1 << 30) sb_printf(b, "%.2f MiB", (double)n / (1024.0 * 1024.0));
+  else sb_printf(b, "%.2f GiB", (double)n / (1024.0 * 1024.0 * 1024.0));
+}
+
+void executor_print_memory(StrBuf *b, const ExecMemory *m, const char *platform) {
+  sb_printf(b, "%s memory: ", strcmp(platform, "cuda") == 0 ? "device" : "host");
+  put_mib(b, m->pool);
+  sb_printf(b, " in one pool for the artifact's %d allocations (parameters ", m->nallocs);
+  put_mib(b, m->parameters);
+  sb_puts(b, ", constants ");
+  put_mib(b, m->constants);
+  sb_puts(b, ", outputs ");
+  put_mib(b, m->outputs);
+  sb_puts(b, ", temp ");
+  put_mib(b, m->temp);
+  sb_puts(b, "); pinned host staging ");
+  put_mib(b, m->staging);
+  sb_putc(b, '\n');
+}
+
 /* Where each non-empty input and output goes in the pinned staging
  * buffer, on a platform that has one. */
 static void plan_staging(Executor *e) {

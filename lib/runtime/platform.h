@@ -270,6 +270,20 @@ typedef struct ThunkProfile {
 } ThunkProfile;
 int executor_profile(const Executor *e, const ThunkProfile **out);
 
+/* The memory a run holds: the device pool (every allocation of the
+ * artifact at a 256-byte aligned offset) with its allocations' bytes by
+ * kind, and the pinned host staging buffer (0 until the first run, or on
+ * a platform without one). */
+typedef struct ExecMemory {
+  int64_t pool;                   /* device bytes allocated for the pool */
+  int64_t parameters, constants, outputs, temp; /* allocation sizes */
+  int nallocs;
+  int64_t staging;                /* pinned host bytes */
+} ExecMemory;
+void executor_memory(const Executor *e, ExecMemory *m);
+/* "device memory: ..." (xhlo-run --profile): one line from ExecMemory. */
+void executor_print_memory(StrBuf *b, const ExecMemory *m, const char *platform);
+
 /* A timeline of the profiled runs (executor_set_trace): each thunk
  * execution, and each run as a whole, with its start (milliseconds from
  * the first traced run's start, on the platform's clock: CUDA events on a

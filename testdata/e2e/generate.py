@@ -26,6 +26,31 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # name -> python source defining f and args (evaluated in a fresh process so
 # that each gets its own dump directory).
 CASES = {
+    # A decode loop over a donated KV cache (input_output_alias): the cache
+    # stays in the parameter's buffer, updated in place every step.
+    "kv_cache_decode": """
+import jax.lax as lax
+def f(cache, q, kv):
+    def step(i, c):
+        c = lax.dynamic_update_slice(c, kv[i][None, :], (i, 0))
+        s = jax.nn.softmax(c @ q[i])
+        return c * (1.0 + 0.01 * s[:, None])
+    return lax.fori_loop(0, 8, step, cache)
+args = (jnp.ones((16, 32), jnp.float32), jnp.ones((8, 32), jnp.float32),
+        jnp.ones((8, 32), jnp.float32))
+jit_kwargs = dict(donate_argnums=(0,))
+""",
+    # A scan whose stacked output is written one row per step.
+    "scan_rnn": """
+import jax.lax as lax
+def f(h0, xs, w, u):
+    def step(h, x):
+        h = jnp.tanh(h @ w + x @ u)
+        return h, h
+    return lax.scan(step, h0, xs)
+args = (jnp.ones((4, 16), jnp.float32), jnp.ones((12, 4, 8), jnp.float32),
+        jnp.ones((16, 16), jnp.float32), jnp.ones((8, 16), jnp.float32))
+""",
     "elementwise_chain": """
 def f(x, y):
     return jnp.tanh(x * y + 1.0) - jnp.exp(-x) / (1.0 + y * y)
@@ -457,11 +482,19 @@ low = jax.jit(f).trace(*args).lower(lowering_platforms=("{platform}",))
 open(sys.argv[1], "w").write(low.as_text(dialect="hlo"))
 """
 
+# A case that sets jit_kwargs (donate_argnums: input_output_alias, which
+# the CPU dump leaves out) is written as jit(f, **jit_kwargs).lower(...)'s
+# HLO text instead of the dump.
 RUNNER = """
+import sys
 import jax, jax.numpy as jnp
 jax.config.update("jax_platforms", "cpu")
 {src}
-jax.jit(f).lower(*args).compile()
+low = jax.jit(f, **globals().get("jit_kwargs", {{}})).lower(*args)
+if "jit_kwargs" in globals():
+    open(sys.argv[1], "w").write(low.as_text(dialect="hlo"))
+else:
+    low.compile()
 """
 
 
@@ -481,9 +514,15 @@ def main():
         with tempfile.TemporaryDirectory() as d:
             env = dict(os.environ, XLA_FLAGS="--xla_dump_to=" + d,
                        JAX_PLATFORMS="cpu")
+            out = os.path.join(HERE, name + ".hlo")
+            if os.path.exists(out):
+                os.remove(out)
             subprocess.run([sys.executable, "-c",
-                            RUNNER.format(src=CASES[name])],
+                            RUNNER.format(src=CASES[name]), out],
                            env=env, check=True)
+            if os.path.exists(out):
+                print("wrote", name + ".hlo")
+                continue
             found = sorted(glob.glob(os.path.join(
                 d, "*jit_f*.before_optimizations.txt")))
             if not found:

@@ -78,12 +78,13 @@ static bool disjoint(BufSlice a, BufSlice b) {
          b.offset + b.size <= a.offset;
 }
 
-/* A chain of four fusions: the third reuses the first's space. */
+/* A chain of four fusions that read their operand at other indices (no
+ * in-place result): the third reuses the first's space. */
 static const char chain[] =
     "HloModule chain\n"
     "fused_neg {\n"
     "  x = f32[16] parameter(0)\n"
-    "  ROOT n = f32[16] negate(x)\n"
+    "  ROOT n = f32[16] reverse(x), dimensions={0}\n"
     "}\n"
     "ENTRY main {\n"
     "  p0 = f32[16] parameter(0)\n"
@@ -138,18 +139,22 @@ Test(ba, chain_reuses_space_and_prints_like_xla) {
   hlo_module_free(m);
 }
 
-/* One big value live across many small ones; sizes in KiB in the stats. */
+/* One big value live across many small ones; sizes in KiB in the stats.
+ * The fusions read their operands at other indices, so no result is
+ * written over an operand. */
 Test(ba, values_live_at_once_never_overlap) {
   HloModule *m = parse(
       "HloModule fan\n"
       "fused_add {\n"
       "  x = f32[256] parameter(0)\n"
       "  y = f32[256] parameter(1)\n"
-      "  ROOT sum = f32[256] add(x, y)\n"
+      "  rx = f32[256] reverse(x), dimensions={0}\n"
+      "  ry = f32[256] reverse(y), dimensions={0}\n"
+      "  ROOT sum = f32[256] add(rx, ry)\n"
       "}\n"
       "fused_neg {\n"
       "  x = f32[256] parameter(0)\n"
-      "  ROOT neg = f32[256] negate(x)\n"
+      "  ROOT neg = f32[256] reverse(x), dimensions={0}\n"
       "}\n"
       "ENTRY main {\n"
       "  p0 = f32[256] parameter(0)\n"
@@ -275,20 +280,23 @@ Test(ba, while_state_and_nested_parameters) {
   cr_assert(ba_slice(ba, body->params[0], 0, &s) && same(s, w0));
   cr_assert(ba_slice(ba, body->params[0], 1, &s) && same(s, w1));
   cr_assert(ba_slice(ba, cond->params[0], 1, &s) && same(s, w1));
-  /* Values computed in the body never share the state's bytes, nor e's,
-   * which is live across the loop. */
+  /* The body's new state is written over the old in place (nothing reads
+   * the old after i2 and y), so no copy back; e, live across the loop,
+   * never shares the state's bytes. */
   BufSlice i2 = slice_of(ba, m, "i2", 0), y = slice_of(ba, m, "y", 0);
   BufSlice e = slice_of(ba, m, "e", 0);
-  cr_assert(disjoint(i2, w0) && disjoint(i2, w1) && disjoint(y, w0) &&
-            disjoint(y, w1) && disjoint(y, i2));
-  cr_assert(disjoint(e, w1) && disjoint(e, y) && disjoint(e, i2));
+  cr_assert(same(i2, w0) && same(y, w1) && disjoint(w0, w1));
+  cr_assert(disjoint(e, w1) && disjoint(e, w0));
   cr_assert(ba_slice(ba, cond->root, 0, &s) && disjoint(s, w0) &&
             disjoint(s, w1) && s.size == 1);
   /* Constants of nested computations have their own allocations. */
   cr_assert_eq(ba_alloc(ba, slice_of(ba, m, "one", 0).alloc)->flags,
                ALLOC_CONSTANT);
-  cr_assert_eq(ba_alloc(ba, slice_of(ba, m, "out", 0).alloc)->flags,
+  /* out = r1 + e, where the state dies: the loop runs in the output. */
+  BufSlice out = slice_of(ba, m, "out", 0);
+  cr_assert_eq(ba_alloc(ba, out.alloc)->flags,
                ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
+  cr_assert(same(out, w1));
   buffer_assignment_free(ba);
   hlo_module_free(m);
 }
@@ -319,11 +327,13 @@ Test(ba, conditional_branch_parameters_alias_operands) {
   cr_assert(same(slice_of(ba, m, "a", 0), slice_of(ba, m, "y", 0)));
   cr_assert(same(slice_of(ba, m, "b0", 0), slice_of(ba, m, "x", 0)));
   cr_assert(same(slice_of(ba, m, "b1", 0), slice_of(ba, m, "y", 0)));
+  /* on_true computes its root in the result's buffer (no copy out);
+   * on_false's add is written over y, which dies there (its group began
+   * before the branch, so it is copied out). */
   BufSlice c = slice_of(ba, m, "c", 0);
   cr_assert(disjoint(c, slice_of(ba, m, "y", 0)));
-  cr_assert(disjoint(c, slice_of(ba, m, "n", 0)));
-  cr_assert(disjoint(c, slice_of(ba, m, "s", 0)));
-  cr_assert(disjoint(slice_of(ba, m, "s", 0), slice_of(ba, m, "y", 0)));
+  cr_assert(same(c, slice_of(ba, m, "n", 0)));
+  cr_assert(same(slice_of(ba, m, "s", 0), slice_of(ba, m, "y", 0)));
   buffer_assignment_free(ba);
   hlo_module_free(m);
 }
@@ -524,7 +534,9 @@ Test(copy_insertion, nothing_to_do) {
 
 /* A library call's workspace (the second leaf of its result) gets an
  * allocation of its own; the result leaf stays in the temp allocation. */
-Test(ba, library_workspace_has_its_own_allocation) {
+/* A library call's workspace is a temp live while the call runs, aligned
+ * for the library: two calls take turns in the same bytes. */
+Test(ba, library_workspaces_share_the_temp_allocation) {
   HloModule *m = parse(
       "HloModule t, is_scheduled=true\n"
       "ENTRY e {\n"
@@ -533,24 +545,239 @@ Test(ba, library_workspace_has_its_own_allocation) {
       "  c = (f32[8,8]{1,0}, s8[4096]{0}) custom-call(a, b), "
       "custom_call_target=\"__cublas$lt$matmul\"\n"
       "  g = f32[8,8]{1,0} get-tuple-element(c), index=0\n"
-      "  ROOT n = f32[8,8]{1,0} negate(g)\n"
+      "  c2 = (f32[8,8]{1,0}, s8[4096]{0}) custom-call(g, b), "
+      "custom_call_target=\"__cublas$lt$matmul\"\n"
+      "  g2 = f32[8,8]{1,0} get-tuple-element(c2), index=0\n"
+      "  ROOT n = f32[8,8]{1,0} add(g, g2)\n"
       "}\n");
-  Diag d = {0};
-  BufferAssignment *ba = buffer_assign(m, &d);
-  cr_assert_not_null(ba, "%s", d.msg ? d.msg : "");
-  const HloInstr *c = m->entry->instrs[2];
-  BufSlice ws, res;
-  cr_assert(ba_slice(ba, c, 1, &ws) && ba_slice(ba, c, 0, &res));
-  cr_assert_eq(ws.offset, 0);
+  BufferAssignment *ba = assign_ok(m);
+  BufSlice ws = slice_of(ba, m, "c", 1), ws2 = slice_of(ba, m, "c2", 1);
+  BufSlice res = slice_of(ba, m, "c", 0);
   cr_assert_eq(ws.size, 4096);
-  cr_assert_neq(ws.alloc, res.alloc);
-  StrBuf b;
-  sb_init(&b);
-  ba_print(&b, ba);
-  char want[64];
-  snprintf(want, sizeof want, "allocation %d: size 4096:\n", (int)ws.alloc);
-  cr_assert(strstr(b.s, want), "%s", b.s);
-  sb_free(&b);
+  cr_assert(same(ws, ws2));
+  cr_assert(disjoint(ws, res) && disjoint(ws2, slice_of(ba, m, "c2", 0)));
+  cr_assert_eq(ws.offset % 256, 0);
+  const BufAlloc *al = ba_alloc(ba, ws.alloc);
+  cr_assert_eq(al->flags, ALLOC_TEMP);
+  /* g and the workspaces: g lives across the second call */
+  cr_assert_eq(al->size, 4096 + 256);
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+/* ---- sharing (buffer_sharing.c) ------------------------------------------ */
+
+/* A dynamic-update-slice is written over its updated operand when that
+ * dies there; not when it is read afterwards. */
+Test(ba, dynamic_update_slice_in_place) {
+  HloModule *m = parse(
+      "HloModule dus\n"
+      "ENTRY main {\n"
+      "  p = f32[64] parameter(0)\n"
+      "  u = f32[8] parameter(1)\n"
+      "  i = s32[] parameter(2)\n"
+      "  a = f32[64] exponential(p)\n"
+      "  d = f32[64] dynamic-update-slice(a, u, i)\n"
+      "  b = f32[64] exponential(p)\n"
+      "  e = f32[64] dynamic-update-slice(b, u, i)\n"
+      "  n = f32[64] negate(b)\n"
+      "  s = f32[64] add(d, e)\n"
+      "  ROOT r = f32[64] add(s, n)\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  cr_assert(same(slice_of(ba, m, "d", 0), slice_of(ba, m, "a", 0)));
+  cr_assert(disjoint(slice_of(ba, m, "e", 0), slice_of(ba, m, "b", 0)));
+  /* a parameter belongs to the caller: never written over */
+  cr_assert(disjoint(slice_of(ba, m, "a", 0), slice_of(ba, m, "p", 0)));
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+/* A fusion overwrites an operand only when it reads it at the index it
+ * writes, through elementwise ops alone. */
+Test(ba, fusions_overwrite_operands_read_in_place) {
+  HloModule *m = parse(
+      "HloModule fus\n"
+      "f_elem {\n"
+      "  x = f32[4,8] parameter(0)\n"
+      "  y = f32[8] parameter(1)\n"
+      "  b = f32[4,8] broadcast(y), dimensions={1}\n"
+      "  e = f32[4,8] exponential(x)\n"
+      "  ROOT m = f32[4,8] multiply(e, b)\n"
+      "}\n"
+      "f_rev {\n"
+      "  x = f32[4,8] parameter(0)\n"
+      "  ROOT r = f32[4,8] reverse(x), dimensions={1}\n"
+      "}\n"
+      "add {\n"
+      "  a = f32[] parameter(0)\n"
+      "  b = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(a, b)\n"
+      "}\n"
+      "f_norm {\n"
+      "  x = f32[4,8] parameter(0)\n"
+      "  z = f32[] constant(0)\n"
+      "  s = f32[4] reduce(x, z), dimensions={1}, to_apply=add\n"
+      "  b = f32[4,8] broadcast(s), dimensions={0}\n"
+      "  ROOT d = f32[4,8] divide(x, b)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  p = f32[4,8] parameter(0)\n"
+      "  q = f32[8] parameter(1)\n"
+      "  ng = f32[4,8] negate(p)\n"
+      "  f1 = f32[4,8] fusion(ng, q), kind=kLoop, calls=f_elem\n"
+      "  f2 = f32[4,8] fusion(f1), kind=kLoop, calls=f_rev\n"
+      "  f3 = f32[4,8] fusion(f2), kind=kLoop, calls=f_norm\n"
+      "  ROOT f4 = f32[4,8] exponential(f3)\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  BufSlice a = slice_of(ba, m, "ng", 0), f1 = slice_of(ba, m, "f1", 0),
+           f2 = slice_of(ba, m, "f2", 0), f3 = slice_of(ba, m, "f3", 0),
+           f4 = slice_of(ba, m, "f4", 0);
+  cr_assert(same(f1, a));         /* elementwise in x, broadcast of y */
+  cr_assert(disjoint(f2, f1));    /* reverse reads other indices */
+  cr_assert(disjoint(f3, f2));    /* the reduce reads the whole row */
+  cr_assert(same(f4, f3));        /* the result is written over f3 */
+  cr_assert_eq(ba_alloc(ba, f4.alloc)->flags,
+               ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+/* The loop state takes over its initial value where that dies at the while
+ * (no copy in), or where the body never writes it. */
+static const char loop_init[] =
+    "HloModule loop_init\n"
+    "cond {\n"
+    "  p = (s32[], f32[16], f32[16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  c = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(i, c), direction=LT\n"
+    "}\n"
+    "body {\n"
+    "  p = (s32[], f32[16], f32[16]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  one = s32[] constant(1)\n"
+    "  i2 = s32[] add(i, one)\n"
+    "  x = f32[16] get-tuple-element(p), index=1\n"
+    "  y = f32[16] get-tuple-element(p), index=2\n"
+    "  x2 = f32[16] multiply(x, y)\n"
+    "  ROOT t = (s32[], f32[16], f32[16]) tuple(i2, x2, y)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  p0 = f32[16] parameter(0)\n"
+    "  z = s32[] constant(0)\n"
+    "  a = f32[16] exponential(p0)\n"
+    "  b = f32[16] negate(p0)\n"
+    "  init = (s32[], f32[16], f32[16]) tuple(z, a, b)\n"
+    "  w = (s32[], f32[16], f32[16]) while(init), condition=cond, "
+    "body=body\n"
+    "  r1 = f32[16] get-tuple-element(w), index=1\n"
+    "  ROOT out = f32[16] add(r1, b)\n"
+    "}\n";
+
+Test(ba, while_takes_over_a_dying_initial_value) {
+  HloModule *m = parse(loop_init);
+  BufferAssignment *ba = assign_ok(m);
+  BufSlice w0 = slice_of(ba, m, "w", 0), w1 = slice_of(ba, m, "w", 1),
+           w2 = slice_of(ba, m, "w", 2);
+  cr_assert(same(w1, slice_of(ba, m, "a", 0)));   /* a dies at the while */
+  /* leaf 2 is passed through unchanged: read-only, it is b's buffer even
+   * though b is read after the loop */
+  cr_assert(same(w2, slice_of(ba, m, "b", 0)));
+  cr_assert(disjoint(w0, slice_of(ba, m, "z", 0))); /* a constant */
+  cr_assert(same(w1, slice_of(ba, m, "x2", 0)));  /* in place */
+  /* r1 and b die at out: it is written over one of them, in the output */
+  BufSlice out = slice_of(ba, m, "out", 0);
+  cr_assert(same(w1, out) || same(w2, out));
+  cr_assert_eq(ba_alloc(ba, out.alloc)->flags,
+               ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+/* A body that still reads the old state after making the new value keeps
+ * them apart (the thunk emitter copies at the end of the body). */
+Test(ba, while_state_read_after_the_new_value_is_not_shared) {
+  HloModule *m = parse(
+      "HloModule late\n"
+      "cond {\n"
+      "  p = (s32[], f32[16]) parameter(0)\n"
+      "  i = s32[] get-tuple-element(p), index=0\n"
+      "  c = s32[] constant(4)\n"
+      "  ROOT lt = pred[] compare(i, c), direction=LT\n"
+      "}\n"
+      "body {\n"
+      "  p = (s32[], f32[16]) parameter(0)\n"
+      "  i = s32[] get-tuple-element(p), index=0\n"
+      "  one = s32[] constant(1)\n"
+      "  i2 = s32[] add(i, one)\n"
+      "  x = f32[16] get-tuple-element(p), index=1\n"
+      "  e = f32[16] exponential(x)\n"
+      "  r = f32[16] reverse(x), dimensions={0}\n"
+      "  y = f32[16] add(e, r)\n"
+      "  ROOT t = (s32[], f32[16]) tuple(i2, e)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  p0 = f32[16] parameter(0)\n"
+      "  z = s32[] constant(0)\n"
+      "  init = (s32[], f32[16]) tuple(z, p0)\n"
+      "  ROOT w = (s32[], f32[16]) while(init), condition=cond, body=body\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  /* e is made before r reads x: it cannot be written over x */
+  cr_assert(disjoint(slice_of(ba, m, "w", 1), slice_of(ba, m, "e", 0)));
+  /* the parameter is the caller's: the state is a buffer of its own */
+  cr_assert(disjoint(slice_of(ba, m, "w", 1), slice_of(ba, m, "p0", 0)));
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
+/* input_output_alias: a donated parameter holds the loop that updates it
+ * and is the output (no output allocation, no copy); a donated parameter
+ * read after its output is made keeps the output apart. */
+Test(ba, donated_parameters_hold_their_outputs) {
+  HloModule *m = parse(
+      "HloModule donate, input_output_alias={ {0}: (0, {}, may-alias), "
+      "{1}: (1, {}, may-alias) }\n"
+      "cond {\n"
+      "  p = (s32[], f32[16]) parameter(0)\n"
+      "  i = s32[] get-tuple-element(p), index=0\n"
+      "  c = s32[] constant(4)\n"
+      "  ROOT lt = pred[] compare(i, c), direction=LT\n"
+      "}\n"
+      "body {\n"
+      "  p = (s32[], f32[16]) parameter(0)\n"
+      "  i = s32[] get-tuple-element(p), index=0\n"
+      "  one = s32[] constant(1)\n"
+      "  i2 = s32[] add(i, one)\n"
+      "  x = f32[16] get-tuple-element(p), index=1\n"
+      "  x2 = f32[16] exponential(x)\n"
+      "  ROOT t = (s32[], f32[16]) tuple(i2, x2)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  kv = f32[16] parameter(0)\n"
+      "  q = f32[16] parameter(1)\n"
+      "  z = s32[] constant(0)\n"
+      "  init = (s32[], f32[16]) tuple(z, kv)\n"
+      "  w = (s32[], f32[16]) while(init), condition=cond, body=body\n"
+      "  r1 = f32[16] get-tuple-element(w), index=1\n"
+      "  q2 = f32[16] negate(q)\n"
+      "  q3 = f32[16] add(q2, q)\n"
+      "  ROOT out = (f32[16], f32[16]) tuple(r1, q2)\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  BufSlice kv = slice_of(ba, m, "kv", 0), w1 = slice_of(ba, m, "w", 1);
+  cr_assert(same(kv, w1));
+  cr_assert(same(kv, slice_of(ba, m, "x2", 0)));
+  cr_assert(same(kv, slice_of(ba, m, "out", 0)));
+  cr_assert_eq(ba_alloc(ba, kv.alloc)->flags,
+               ALLOC_PARAMETER | ALLOC_MAYBE_LIVE_OUT);
+  /* q is read by q3 after q2 is made: q2 gets an output buffer */
+  BufSlice q2 = slice_of(ba, m, "q2", 0);
+  cr_assert(disjoint(q2, slice_of(ba, m, "q", 0)));
+  cr_assert_eq(ba_alloc(ba, q2.alloc)->flags,
+               ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
   buffer_assignment_free(ba);
   hlo_module_free(m);
 }
