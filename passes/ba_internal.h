@@ -63,6 +63,7 @@ struct BufferAssignment {
   int **leafvals;                 /* by instruction id: value per leaf, -1
                                      for a token; NULL: not scheduled */
   int *nleaves;
+  int *time;                      /* by instruction id: its step */
   AllocVec allocs;
   int64_t peak_temp;              /* most temp bytes live at once */
   HashMap scheduled;              /* computation name -> itself */

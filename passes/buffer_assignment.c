@@ -29,8 +29,9 @@
  *    their own allocations (in that order; a group goes with its parameter
  *    or result); every other group is a slice of one preallocated temp
  *    allocation (the last one), its live range the union of its members',
- *    placed by a global decreasing-size best fit (XLA's
- *    GlobalDecreasingSizeBestFitHeap): 64-byte aligned (256 for a library
+ *    placed by a global best fit (XLA's GlobalDecreasingSizeBestFitHeap)
+ *    in the best of three orders (size, size x lifetime, start): 64-byte
+ *    aligned (256 for a library
  *    call's workspace), never overlapping a group whose live range overlaps
  *    its own.  Live ranges are closed intervals, so an instruction's result
  *    never shares bytes with an operand that dies at that instruction
@@ -104,6 +105,7 @@ static bool set_leaves(BufferAssignment *ba, const HloInstr *i, int n,
                       "of range", i->name, i->id);
   ba->leafvals[i->id] = vals;
   ba->nleaves[i->id] = n;
+  ba->time[i->id] = ba->at.len - 1;
   return true;
 }
 
@@ -337,16 +339,40 @@ typedef struct TempGroup {
   int start, end;                 /* the group's live range */
   int64_t size;
   int64_t align;
+  int64_t offset;                 /* where the packing put it */
 } TempGroup;
 
-/* Larger first, then earlier start, then creation order. */
-static int cmp_temp(const void *pa, const void *pb) {
-  const TempGroup *x = pa, *y = pb;
+/* The orders the packing tries (XLA's heap simulator also keeps the best
+ * of several): larger first, longer-lived larger first (area), and
+ * earlier first. */
+static int cmp_size(const TempGroup *x, const TempGroup *y) {
   if (x->size != y->size)
     return x->size > y->size ? -1 : 1;
   if (x->start != y->start)
     return x->start < y->start ? -1 : 1;
   return x->root - y->root;
+}
+
+static int cmp_area(const TempGroup *x, const TempGroup *y) {
+  double ax = (double)x->size * ((double)x->end - x->start + 1);
+  double ay = (double)y->size * ((double)y->end - y->start + 1);
+  if (ax != ay)
+    return ax > ay ? -1 : 1;
+  return cmp_size(x, y);
+}
+
+static int cmp_start(const TempGroup *x, const TempGroup *y) {
+  if (x->start != y->start)
+    return x->start < y->start ? -1 : 1;
+  return cmp_size(x, y);
+}
+
+static int (*const pack_orders[])(const TempGroup *, const TempGroup *) = {
+    cmp_size, cmp_area, cmp_start};
+static int (*pack_cmp)(const TempGroup *, const TempGroup *);
+
+static int cmp_temp(const void *pa, const void *pb) {
+  return pack_cmp(*(TempGroup *const *)pa, *(TempGroup *const *)pb);
 }
 
 typedef struct Span {
@@ -402,8 +428,38 @@ static int64_t best_fit(const Span *spans, int ns, int64_t size,
   return best >= 0 ? best : align_to(cursor, align);
 }
 
+/* Places the groups in the order cmp gives, each at its best fit among
+ * those placed before it that overlap it in time; returns the size. */
+static int64_t pack(TempGroup *gs, int n,
+                    int (*cmp)(const TempGroup *, const TempGroup *),
+                    TempGroup **order, Span *spans) {
+  for (int k = 0; k < n; k++)
+    order[k] = &gs[k];
+  pack_cmp = cmp;
+  qsort(order, (size_t)n, sizeof *order, cmp_temp);
+  int64_t total = 0;
+  for (int k = 0; k < n; k++) {
+    TempGroup *g = order[k];
+    g->offset = 0;
+    if (g->size == 0)
+      continue;
+    int ns = 0;
+    for (int j = 0; j < k; j++) {
+      const TempGroup *h = order[j];
+      if (h->size > 0 && g->start <= h->end && h->start <= g->end)
+        spans[ns++] = (Span){h->offset, h->offset + h->size};
+    }
+    qsort(spans, (size_t)ns, sizeof *spans, cmp_span);
+    g->offset = best_fit(spans, ns, g->size, g->align);
+    if (g->offset + g->size > total)
+      total = g->offset + g->size;
+  }
+  return total;
+}
+
 /* Every group without an allocation: slices of one temp allocation, by a
- * global decreasing-size best fit over their live ranges. */
+ * global best fit over their live ranges, the smallest of the orders
+ * tried. */
 static void place_temps(BufferAssignment *ba) {
   Value *vals = ba->vals.data;
   Vec(TempGroup) gs = {0};
@@ -417,7 +473,7 @@ static void place_temps(BufferAssignment *ba) {
   }
   if (gs.len == 0)
     return;
-  /* sizes and alignments from the members (root order = gs order) */
+  /* sizes and alignments from the members */
   int *slot = xcalloc((size_t)ba->vals.len, sizeof *slot);
   for (int j = 0; j < gs.len; j++)
     slot[gs.data[j].root] = j + 1;
@@ -432,47 +488,43 @@ static void place_temps(BufferAssignment *ba) {
       g->align = WORKSPACE_ALIGN;
   }
   free(slot);
-  qsort(gs.data, (size_t)gs.len, sizeof *gs.data, cmp_temp);
-  int alloc = new_alloc(ba, 0, ALLOC_TEMP);
-  int64_t total = 0;
-  Span *spans = xcalloc((size_t)gs.len, sizeof *spans);
-  for (int k = 0; k < gs.len; k++) {
-    TempGroup *g = &gs.data[k];
-    Value *r = &vals[g->root];
-    r->alloc = alloc;
-    r->offset = 0;
-    if (g->size == 0)
-      continue;
-    int ns = 0;
-    for (int j = 0; j < k; j++) {
-      const TempGroup *h = &gs.data[j];
-      if (h->size > 0 && g->start <= h->end && h->start <= g->end)
-        spans[ns++] = (Span){vals[h->root].offset,
-                             vals[h->root].offset + h->size};
+  int n = gs.len;
+  TempGroup **order = xcalloc((size_t)n, sizeof *order);
+  Span *spans = xcalloc((size_t)n, sizeof *spans);
+  int64_t *best = xcalloc((size_t)n, sizeof *best);
+  int64_t total = -1;
+  for (size_t o = 0; o < sizeof pack_orders / sizeof *pack_orders; o++) {
+    int64_t t = pack(gs.data, n, pack_orders[o], order, spans);
+    if (total < 0 || t < total) {
+      total = t;
+      for (int k = 0; k < n; k++)
+        best[k] = gs.data[k].offset;
     }
-    qsort(spans, (size_t)ns, sizeof *spans, cmp_span);
-    r->offset = best_fit(spans, ns, g->size, g->align);
-    if (r->offset + g->size > total)
-      total = r->offset + g->size;
   }
-  ba->allocs.data[alloc].size = total;
+  int alloc = new_alloc(ba, total, ALLOC_TEMP);
+  for (int k = 0; k < n; k++) {
+    vals[gs.data[k].root].alloc = alloc;
+    vals[gs.data[k].root].offset = best[k];
+  }
   /* The peak of live temp bytes (for the fragmentation statistic). */
-  Event *ev = xcalloc((size_t)gs.len * 2, sizeof *ev);
-  for (int k = 0; k < gs.len; k++) {
+  Event *ev = xcalloc((size_t)n * 2, sizeof *ev);
+  for (int k = 0; k < n; k++) {
     const TempGroup *g = &gs.data[k];
     ev[2 * k] = (Event){g->start, g->size};
     ev[2 * k + 1] = (Event){g->end == INT_MAX ? INT_MAX : g->end + 1,
                             -g->size};
   }
-  qsort(ev, (size_t)gs.len * 2, sizeof *ev, cmp_event);
+  qsort(ev, (size_t)n * 2, sizeof *ev, cmp_event);
   int64_t live = 0;
-  for (int k = 0; k < 2 * gs.len; k++) {
+  for (int k = 0; k < 2 * n; k++) {
     live += ev[k].delta;
     if (live > ba->peak_temp)
       ba->peak_temp = live;
   }
   free(ev);
+  free(best);
   free(spans);
+  free(order);
   vec_free(&gs);
 }
 
@@ -592,6 +644,7 @@ BufferAssignment *buffer_assign(const HloModule *m, Diag *d) {
   ba->nids = maxid;
   ba->leafvals = ARENA_ARRAY(ba->ar, int *, maxid ? maxid : 1);
   ba->nleaves = ARENA_ARRAY(ba->ar, int, maxid ? maxid : 1);
+  ba->time = ARENA_ARRAY(ba->ar, int, maxid ? maxid : 1);
   vec_push(&ba->at, NULL);        /* times start at 1 */
   if (!walk_comp(ba, m->entry, NULL, NULL)) {
     buffer_assignment_free(ba);
@@ -618,6 +671,34 @@ int ba_num_allocs(const BufferAssignment *ba) { return ba->allocs.len; }
 
 const BufAlloc *ba_alloc(const BufferAssignment *ba, int k) {
   return k >= 0 && k < ba->allocs.len ? &ba->allocs.data[k] : NULL;
+}
+
+int ba_time_of(const BufferAssignment *ba, const HloInstr *i) {
+  if (i->id < 0 || i->id >= ba->nids || !ba->leafvals[i->id])
+    return -1;
+  return ba->time[i->id];
+}
+
+bool ba_live_range(const BufferAssignment *ba, const HloInstr *i, int leaf,
+                   int *start, int *end, int64_t *size, bool *fixed) {
+  if (i->id < 0 || i->id >= ba->nids || !ba->leafvals[i->id] || leaf < 0 ||
+      leaf >= ba->nleaves[i->id] || ba->leafvals[i->id][leaf] < 0)
+    return false;
+  const Value *v = &ba->vals.data[ba->leafvals[i->id][leaf]];
+  const Value *g = &ba->vals.data[v->parent];
+  *start = v->start;
+  *end = v->end;
+  *size = v->size;
+  *fixed = g->alloc >= 0 && (ba->allocs.data[g->alloc].flags &
+                             (ALLOC_PARAMETER | ALLOC_CONSTANT)) != 0;
+  return true;
+}
+
+int64_t ba_total_bytes(const BufferAssignment *ba) {
+  int64_t total = 0;
+  for (int a = 0; a < ba->allocs.len; a++)
+    total += ba->allocs.data[a].size;
+  return total;
 }
 
 bool ba_slice(const BufferAssignment *ba, const HloInstr *i, int leaf,

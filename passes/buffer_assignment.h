@@ -88,9 +88,31 @@ bool ba_verify(const BufferAssignment *ba, Diag *d);
  * XLA's "Used values:" list (positions and uses) is left out. */
 void ba_print(StrBuf *b, const BufferAssignment *ba);
 
+/* The step of the schedule at which i runs (its time on the timeline that
+ * liveness uses), -1 when it is not scheduled. */
+int ba_time_of(const BufferAssignment *ba, const HloInstr *i);
+/* The live range of leaf `leaf` of i (closed, in steps) and its size;
+ * *fixed when it lives in a parameter or constant allocation (live for
+ * the whole program).  False when it has no buffer. */
+bool ba_live_range(const BufferAssignment *ba, const HloInstr *i, int leaf,
+                   int *start, int *end, int64_t *size, bool *fixed);
+/* The sum of the allocations' sizes ("Total bytes used"). */
+int64_t ba_total_bytes(const BufferAssignment *ba);
+
 /*
  * memory_report.c
  */
+/* A buffer live at the peak: the value that holds it then. */
+typedef struct BaLiveBuffer {
+  const HloInstr *def;
+  int leaf;
+  int64_t size;
+  bool temp;                      /* in the temp allocation */
+} BaLiveBuffer;
+/* The buffers of output and temp groups live at the peak (*at_time), the
+ * largest first; *out is malloc'ed.  Returns their count. */
+int ba_live_at_peak(const BufferAssignment *ba, int *at_time,
+                    BaLiveBuffer **out);
 /* The most bytes live at once over the schedule (parameter and constant
  * allocations throughout, output and temp values over their live ranges)
  * and, in *at_time when not NULL, the schedule step where it is first

@@ -243,3 +243,36 @@ void ba_print_memory_report(StrBuf *b, const BufferAssignment *ba,
   }
   vec_free(&lv);
 }
+
+int ba_live_at_peak(const BufferAssignment *ba, int *at_time,
+                    BaLiveBuffer **out) {
+  const Value *vals = ba->vals.data;
+  int t;
+  ba_peak_bytes(ba, &t);
+  int64_t *gs = group_sizes(ba);
+  int *mem = members_at(ba, t);
+  Vec(Live) lv = {0};
+  for (int k = 0; k < ba->vals.len; k++) {
+    const Value *g = &vals[k];
+    if (g->parent != k || gs[k] == 0 || !counted(ba, g) || g->gstart > t ||
+        g->gend < t)
+      continue;
+    vec_push(&lv, ((Live){.value = mem[k] < 0 ? k : mem[k], .size = gs[k],
+                          .group = k}));
+  }
+  qsort(lv.data, (size_t)lv.len, sizeof *lv.data, cmp_live);
+  BaLiveBuffer *r = xcalloc((size_t)lv.len + 1, sizeof *r);
+  for (int k = 0; k < lv.len; k++) {
+    const Value *v = &vals[lv.data[k].value];
+    const Value *g = &vals[lv.data[k].group];
+    r[k] = (BaLiveBuffer){v->def, v->leaf, lv.data[k].size,
+                          (ba->allocs.data[g->alloc].flags & ALLOC_TEMP) != 0};
+  }
+  int n = lv.len;
+  vec_free(&lv);
+  free(gs);
+  free(mem);
+  *at_time = t;
+  *out = r;
+  return n;
+}

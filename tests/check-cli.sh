@@ -182,6 +182,12 @@ run --target=tpu "$e2e"
 expect "unknown target" 2 "unknown target 'tpu' (supported targets: gpu, host)"
 run --arch=gfx90a "$e2e"
 expect "bad arch" 2 "bad --arch 'gfx90a'"
+for v in abc 0 -5 12Q 1.5GiBx; do
+  run --memory-limit=$v --stage=buffer-assignment "$e2e"
+  expect "bad --memory-limit=$v" 2 "bad --memory-limit '$v'"
+done
+run --memory-limit=64K --target=host --stage=buffer-assignment "$e2e"
+expect "--memory-limit=64K" 0
 run --target=host --host-cpu=pentium4 "$e2e"
 expect "bad host cpu" 2 "bad --host-cpu 'pentium4' (want native, x86-64,"
 for c in native x86-64 x86-64-v2; do

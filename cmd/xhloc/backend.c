@@ -8,6 +8,7 @@
 #include "xhloc.h"
 
 #include "../../emitters/thunk_emitter.h"
+#include "../../passes/rematerialization.h"
 
 #include <string.h>
 
@@ -65,8 +66,19 @@ bool backend_run(HloModule *m, StageId stage, const BackendOptions *o,
     name.s[base] = '\0';
   }
 
-  /* Buffer assignment. */
+  /* Rematerialization down to --memory-limit, then buffer assignment. */
   double t0 = clock_seconds();
+  if (ok && o->memory_limit > 0) {
+    RematStats rs;
+    ok = rematerialize(m, o->memory_limit, &rs, d);
+    if (ok && rs.rematerialized && d->warn_out)
+      fprintf(d->warn_out, "xhloc: note: %s: --memory-limit: %d values "
+              "computed again (%d instructions), total %lld -> %lld bytes\n",
+              m->name, rs.rematerialized, rs.instructions,
+              (long long)rs.before, (long long)rs.after);
+    phase_since(o->times, "rematerialization", t0);
+    t0 = clock_seconds();
+  }
   if (ok)
     ok = (ba = buffer_assign(m, d)) != NULL;
   phase_since(o->times, "buffer assignment", t0);

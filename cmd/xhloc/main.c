@@ -115,6 +115,14 @@ static const char usage_text[] =
     "                        top-k run as xhlo-run's own routines (kReduce,\n"
     "                        kTopK thunks; no kernel to compile) when no\n"
     "                        kernel chain takes them: on (the default) or off\n"
+    "      --memory-limit=BYTES  keep the buffer assignment's total (the\n"
+    "                        memory a run allocates for the program) at\n"
+    "                        most BYTES (K, M, G, T suffixes, 1024-based):\n"
+    "                        values live across the peak are computed again\n"
+    "                        before their later uses (XLA's\n"
+    "                        rematerialization); when that cannot reach the\n"
+    "                        limit, an error names the peak and its largest\n"
+    "                        buffers and nothing is written\n"
     "      --command-buffer=TYPES  --target=gpu: which thunks go into command\n"
     "                        buffers (kCommandBuffer; xhlo-run records each\n"
     "                        into a CUDA graph once and replays it), as XLA's\n"
@@ -229,6 +237,7 @@ enum {
   OPT_HOST_MATH,
   OPT_HOST_LINKER,
   OPT_HOST_ROUTINES,
+  OPT_MEMORY_LIMIT,
   OPT_COMMAND_BUFFER,
   OPT_COMMAND_BUFFER_MIN_SIZE, OPT_AR_COMBINE,
 };
@@ -258,6 +267,7 @@ static const struct option long_options[] = {
     {"host-math", required_argument, NULL, OPT_HOST_MATH},
     {"host-linker", required_argument, NULL, OPT_HOST_LINKER},
     {"host-routines", required_argument, NULL, OPT_HOST_ROUTINES},
+    {"memory-limit", required_argument, NULL, OPT_MEMORY_LIMIT},
     {"command-buffer", required_argument, NULL, OPT_COMMAND_BUFFER},
     {"command-buffer-min-size", required_argument, NULL,
      OPT_COMMAND_BUFFER_MIN_SIZE},
@@ -278,6 +288,34 @@ NORETURN static void unknown_option(const char *arg) {
         strncmp(o->name, arg + 2, n) == 0)
       usage_error("option '--%s' takes no argument", o->name);
   usage_error("unknown option '%s'", arg);
+}
+
+/* A byte count: digits, optionally a fraction, then an optional K, M, G or
+ * T (1024-based) with an optional "iB" or "B" ("8G", "1.5GiB", "512MB"),
+ * or a plain "B". */
+static bool parse_bytes(const char *s, int64_t *out) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0 || v != v)
+    return false;
+  double scale = 1;
+  const char *units = "KMGT";
+  const char *u = *end ? strchr(units, *end == 'k' ? 'K' : *end) : NULL;
+  if (u && *end) {
+    for (const char *p = units; p <= u; p++)
+      scale *= 1024;
+    end++;
+    if (end[0] == 'i' && end[1] == 'B')
+      end += 2;
+    else if (end[0] == 'B')
+      end++;
+  } else if (*end == 'B') {
+    end++;
+  }
+  if (*end || v * scale > 9.2e18)
+    return false;
+  *out = (int64_t)(v * scale);
+  return true;
 }
 
 /* --target: gpu (also cuda) or host (also cpu), as hlo-opt canonicalizes
@@ -374,6 +412,13 @@ static int parse_options(int argc, char **argv) {
       opt_backend.cmdbuf_min_size = (int)v;
       break;
     }
+    case OPT_MEMORY_LIMIT:
+      if (!parse_bytes(optarg, &opt_backend.memory_limit) ||
+          opt_backend.memory_limit <= 0)
+        usage_error("bad --memory-limit '%s' (want bytes above 0, with an "
+                    "optional K, M, G or T suffix: 1024-based, KiB/KB/K alike)",
+                    optarg);
+      break;
     case OPT_AR_COMBINE: {
       char *end;
       long long v = strtoll(optarg, &end, 10);

@@ -67,6 +67,7 @@ typedef struct BackendOptions {
   bool exact_host_math;           /* --host-math=exact: libm calls */
   bool system_linker;             /* --host-linker=system: ld -shared */
   bool no_host_routines;          /* --host-routines=off: kernels only */
+  int64_t memory_limit;           /* --memory-limit; 0: none */
   unsigned cmdbuf_types;          /* --command-buffer: CMDBUF_* (thunks.h) */
   int cmdbuf_min_size;            /* --command-buffer-min-size */
   const char *dump_to;            /* --dump-to */

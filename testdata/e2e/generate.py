@@ -40,6 +40,20 @@ args = (jnp.ones((16, 32), jnp.float32), jnp.ones((8, 32), jnp.float32),
         jnp.ones((8, 32), jnp.float32))
 jit_kwargs = dict(donate_argnums=(0,))
 """,
+    # A training step whose saved activations dominate its memory (six
+    # 512x64 layers): what xhloc --memory-limit recomputes.
+    "deep_mlp_train_step": """
+def f(ws, x, y):
+    def loss(ws):
+        h = x
+        for w in ws:
+            h = jnp.tanh(h @ w)
+        return jnp.mean((h - y) ** 2)
+    g = jax.grad(loss)(ws)
+    return [w - 0.1 * gw for w, gw in zip(ws, g)]
+args = ([jnp.ones((64, 64), jnp.float32)] * 6, jnp.ones((512, 64), jnp.float32),
+        jnp.ones((512, 64), jnp.float32))
+""",
     # A scan whose stacked output is written one row per step.
     "scan_rnn": """
 import jax.lax as lax
