@@ -7,9 +7,9 @@
  *
  *   list      XLA's ListScheduler: greedy over the ready instructions,
  *             taking the one that frees the most bytes (the operand buffers
- *             it is the last unscheduled user of) minus the bytes it defines
- *             (and the peak of the computations it runs), ties by the old
- *             order;
+ *             it is the last unscheduled user of) minus the bytes it leaves
+ *             live (what it defines and something uses, and the peak of the
+ *             computations it runs), ties by the old order;
  *   dfs       XLA's DFSMemoryScheduler: a post-order DFS from the root whose
  *             operands are visited by decreasing "extra users" (users - 1,
  *             summed over everything the operand depends on), then
@@ -18,9 +18,10 @@
  *   postorder a plain DFS post order from the instructions nobody uses,
  *             operands in order (XLA's MakeInstructionPostOrder).
  *
- * The existing order is a fourth candidate and wins ties, so a module whose
- * order is already as good is left as it is, and running the pass twice
- * changes nothing the second time.
+ * The existing order is a fourth candidate.  Equal peaks go to the order
+ * with the smaller sum of live bytes over its steps (less to pack), then to
+ * the existing order, so a module whose order is already as good is left as
+ * it is.
  *
  * The liveness model is buffer assignment's (buffer_assignment.h), as far
  * as the order decides it.  A value is an array leaf of an instruction's
@@ -30,12 +31,14 @@
  * values and are no use of them, so a value lives from its definition to
  * its last real use (through any chain of forwarding), and to the end when
  * the root forwards it.  What has an allocation of its own whatever the
- * order is not counted: parameters and constants, the entry's results, a
- * library call's workspace (XLA counts the results; here they never share
- * the temp allocation the order packs).  An instruction's operands and
- * results are live together while it runs, and a while, conditional or
- * call adds the peak of the computations it runs (the largest: they do not
- * run at once), which are scheduled first (callees before callers).
+ * order is not counted: parameters, constants and the entry's results (XLA
+ * counts the results; here they never share the temp allocation the order
+ * packs).  An instruction's operands and results are live together while it
+ * runs (a library call's workspace too), and a while, conditional or call
+ * adds the peak of the computations it runs (the largest: they do not run
+ * at once), which are scheduled first (callees before callers).  Results
+ * written in place over a dying operand (buffer_sharing.c) are counted as
+ * new bytes: the model may overstate a peak, never understate one.
  *
  * The dependences are operands, control predecessors, and the order of the
  * instructions with side effects (kept as it was).  Scheduled: the entry
@@ -48,7 +51,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/hlo/backend_config.h"
 #include "../lib/hlo/ir_edit.h"
 
 /* One computation's dependence graph and values.  Nodes are the live
@@ -71,6 +73,8 @@ typedef struct Graph {
   int *ustart, *uses;             /* values node j uses, distinct */
   int *vstart, *vusers;           /* nodes using value v */
   int64_t *defbytes;              /* bytes node j defines */
+  int64_t *keepbytes;             /* of those, what outlives j (used or
+                                     a result) */
   int64_t *nested;                /* peak of what node j runs */
 } Graph;
 
@@ -252,11 +256,6 @@ static void build(Graph *g, const HloComp *c, const HashMap *index,
     loff[j] = pool.len;
     define_leaves(i->shape, &pool, &sizes);
     lcnt[j] = pool.len - loff[j];
-    /* a library call's workspace has an allocation of its own */
-    if (i->op == HLO_CUSTOM_CALL && libcall_target(i) != LIBCALL_NONE)
-      for (int q = 1; q < lcnt[j]; q++)
-        if (pool.data[loff[j] + q] >= 0)
-          sizes.data[pool.data[loff[j] + q]] = 0;
   }
   g->dstart[n] = sizes.len;
   g->nvals = sizes.len;
@@ -273,6 +272,7 @@ static void build(Graph *g, const HloComp *c, const HashMap *index,
     }
   }
   g->defbytes = xcalloc((size_t)n, sizeof *g->defbytes);
+  g->keepbytes = xcalloc((size_t)n, sizeof *g->keepbytes);
   g->nested = xcalloc((size_t)n, sizeof *g->nested);
   for (int j = 0; j < n; j++) {
     for (int v = g->dstart[j]; v < g->dstart[j + 1]; v++)
@@ -304,6 +304,10 @@ static void build(Graph *g, const HloComp *c, const HashMap *index,
   }
   csr(n, ufrom.len, ufrom.data, uto.data, &g->ustart, &g->uses);
   csr(g->nvals, ufrom.len, uto.data, ufrom.data, &g->vstart, &g->vusers);
+  for (int j = 0; j < n; j++)
+    for (int v = g->dstart[j]; v < g->dstart[j + 1]; v++)
+      if (g->liveout[v] || g->vstart[v + 1] > g->vstart[v])
+        g->keepbytes[j] += g->vsize[v];
   vec_free(&ufrom);
   vec_free(&uto);
   free(stamp);
@@ -371,13 +375,14 @@ static void graph_free(Graph *g) {
   free(g->vstart);
   free(g->vusers);
   free(g->defbytes);
+  free(g->keepbytes);
   free(g->nested);
 }
 
 /* The most bytes live at once along `order` (all n nodes): at each node,
  * what is live before it, what it defines and what it runs; then the
  * values whose last use it was are freed. */
-static int64_t simulate(const Graph *g, const int *order) {
+static int64_t simulate(const Graph *g, const int *order, int64_t *area) {
   int n = g->n;
   int *pos = xmalloc(sizeof *pos * (size_t)n);
   int *last = xmalloc(sizeof *last * ((size_t)g->nvals + 1));
@@ -391,11 +396,14 @@ static int64_t simulate(const Graph *g, const int *order) {
       if (pos[g->vusers[k]] > last[v])
         last[v] = pos[g->vusers[k]];
   int64_t live = 0, peak = 0;
+  *area = 0;
   for (int t = 0; t < n; t++) {
     int j = order[t];
     live += g->defbytes[j];
     if (live + g->nested[j] > peak)
       peak = live + g->nested[j];
+    if (__builtin_add_overflow(*area, live + g->nested[j], area))
+      *area = INT64_MAX;
     for (int v = g->dstart[j]; v < g->dstart[j + 1]; v++)
       if (last[v] == t)
         live -= g->vsize[v];
@@ -474,7 +482,7 @@ static int list_order(const Graph *g, int *out) {
     npred[j] = g->pstart[j + 1] - g->pstart[j];
     if (npred[j] == 0) {
       state[j] = READY;
-      heap_push(&h, (Entry){freed[j] - g->defbytes[j] - g->nested[j], j, 0});
+      heap_push(&h, (Entry){freed[j] - g->keepbytes[j] - g->nested[j], j, 0});
     }
   }
   int cnt = 0;
@@ -496,7 +504,7 @@ static int list_order(const Graph *g, int *out) {
           continue;
         freed[u] += g->vsize[v];
         if (state[u] == READY)
-          heap_push(&h, (Entry){freed[u] - g->defbytes[u] - g->nested[u], u,
+          heap_push(&h, (Entry){freed[u] - g->keepbytes[u] - g->nested[u], u,
                                 ++version[u]});
         break;
       }
@@ -505,7 +513,7 @@ static int list_order(const Graph *g, int *out) {
       int s = g->succ[k];
       if (--npred[s] == 0) {
         state[s] = READY;
-        heap_push(&h, (Entry){freed[s] - g->defbytes[s] - g->nested[s], s,
+        heap_push(&h, (Entry){freed[s] - g->keepbytes[s] - g->nested[s], s,
                               version[s]});
       }
     }
@@ -669,15 +677,17 @@ static bool schedule_comp(HloComp *c, const HashMap *index,
   int *cand = xmalloc(sizeof *cand * (size_t)n);
   for (int j = 0; j < n; j++)
     best[j] = j;
-  int64_t best_peak = simulate(&g, best);
+  int64_t best_area, area;
+  int64_t best_peak = simulate(&g, best, &best_area);
   int (*const schedulers[])(const Graph *, int *) = {list_order, dfs_order,
                                                     post_order};
   for (size_t s = 0; s < ARRAY_LEN(schedulers); s++) {
     if (schedulers[s](&g, cand) != n)
       continue;                   /* a cycle: cannot happen in valid HLO */
-    int64_t p = simulate(&g, cand);
-    if (p < best_peak) {
+    int64_t p = simulate(&g, cand, &area);
+    if (p < best_peak || (p == best_peak && area < best_area)) {
       best_peak = p;
+      best_area = area;
       int *t = best;
       best = cand;
       cand = t;
