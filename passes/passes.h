@@ -142,6 +142,7 @@ bool pass_flatten_call_graph(HloModule *m, PassContext *ctx);
 bool pass_fusion_wrapper(HloModule *m, PassContext *ctx);
 bool pass_gather_simplifier(HloModule *m, PassContext *ctx);
 bool pass_gemm_rewriter(HloModule *m, PassContext *ctx);
+bool pass_hlo_memory_scheduler(HloModule *m, PassContext *ctx);
 bool pass_hlo_verifier(HloModule *m, PassContext *ctx);
 bool pass_layout_assignment(HloModule *m, PassContext *ctx);
 bool pass_logistic_expander(HloModule *m, PassContext *ctx);

@@ -43,8 +43,10 @@
  *                          (XLA's collective combiners and async
  *                          collective conversion, after fusion)
  *   post-fusion optimization  fusion-wrapper, dce, copy-insertion
- *   scheduling             latency-hiding-scheduler (-starts early, -dones
- *                          late)
+ *   scheduling             hlo-memory-scheduler (the order of the fewest
+ *                          live bytes: the best of XLA's list, DFS and
+ *                          post-order schedulers), latency-hiding-scheduler
+ *                          (-starts early, -dones late)
  *
  * Passes registered but not in this pipeline (map-inline,
  * optimization-barrier-expander, hlo-verifier) belong to other XLA pipelines (CPU, post-scheduling,
@@ -170,7 +172,10 @@ static const PipelineStep post_fusion_steps[] = {
 };
 PIPELINE(post_fusion, "post-fusion optimization", false, post_fusion_steps);
 
+/* The order that keeps the fewest bytes live, then the collectives' -starts
+ * early and -dones late (which keeps that order where there are none). */
 static const PipelineStep scheduling_steps[] = {
+    PASS("hlo-memory-scheduler"),
     PASS("latency-hiding-scheduler"),
 };
 PIPELINE(scheduling, "scheduling", false, scheduling_steps);

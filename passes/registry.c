@@ -34,6 +34,7 @@ static const Pass registry[] = {
     {"fusion-wrapper", pass_fusion_wrapper},
     {"gather-simplifier", pass_gather_simplifier},
     {"gemm-rewriter", pass_gemm_rewriter},
+    {"hlo-memory-scheduler", pass_hlo_memory_scheduler},
     {"hlo-verifier", pass_hlo_verifier},
     {"latency-hiding-scheduler", pass_latency_hiding_scheduler},
     {"layout-assignment", pass_layout_assignment},
