@@ -169,6 +169,18 @@ expect "input budget" 1 "the inputs need 24 bytes, more than the memory budget o
 neg=$tmp/neg.hlo
 printf 'HloModule neg\n\nENTRY e {\n  p = f32[2,3] parameter(0)\n  ROOT n = f32[2,3] negate(p)\n}\n' >"$neg"
 expect "run budget" 1 "memory budget of 40 bytes exceeded" -- "$run" "$neg" --random-inputs --mem-budget=40
+# a compiled artifact whose inputs could never fit: refused before anything
+# is allocated (the bytes named), exit 1, no abort
+huge=$tmp/huge.hlo
+printf 'HloModule huge\nENTRY e {\n  p = f32[4097,4097,4097,4097,3] parameter(0)\n  ROOT n = f32[4097,4097,4097,4097,3] negate(p)\n}\n' >"$huge"
+if "$xhloc" --target=host -o "$tmp/huge" "$huge" 2>"$tmp/huge.err"; then
+  expect "huge artifact budget" 1 "the inputs need 3380999463567372 bytes, more than the memory budget of 2000000000 bytes" -- \
+    "$run" "$tmp/huge.thunks" --random-inputs --mem-budget=2000000000
+  expect "huge artifact default budget" 1 "the inputs need 3380999463567372 bytes, more than the memory budget" -- \
+    "$run" "$tmp/huge.thunks" --random-inputs
+else
+  bad "xhloc --target=host of f32[4097,4097,4097,4097,3]: $(head -c 200 "$tmp/huge.err")"
+fi
 
 # --- reduction order ---------------------------------------------------------------
 # A bf16 sum of 256 and 63 ones: in one pass every 256 + 1 rounds back to 256

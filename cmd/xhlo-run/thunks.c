@@ -346,6 +346,21 @@ int run_thunks(const RunOpts *o, const char *path) {
   }
   int nb = 0;
   if (o->random_inputs && hlo_matches) nb = io_index_bounds(m, &bounds);
+  /* the inputs live in host memory first: refuse before allocating them */
+  {
+    int64_t need = 0, budget = host_budget(o);
+    for (int k = 0; k < leaves.len; k++) {
+      const Shape *s = leaves.data[k];
+      int64_t b = shape_is_array(s) ? shape_byte_size(s) : 0;
+      need = b < 0 || need > INT64_MAX - b ? INT64_MAX : need + b;
+    }
+    if (need > budget) {
+      fprintf(stderr, "xhlo-run: %s: the inputs need %lld bytes, more than the memory "
+              "budget of %lld bytes (--mem-budget; by default half the physical "
+              "memory)\n", path, (long long)need, (long long)budget);
+      goto out;
+    }
+  }
   leaf_vals = gather_inputs(o, &leaves, bounds, nb, arena, path);
   if (!leaf_vals) goto out;
 
