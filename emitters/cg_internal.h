@@ -303,6 +303,13 @@ bool cg_emit_scatter_kernel(Codegen *cg, const HloInstr *instr,
                             const HloInstr *hero, const char *name,
                             LaunchDims *ld, Diag *d);
 
+/* dus_kernel.c, shared with scatter_kernel.c: whether a and b are arrays
+ * of one element type with the same bytes for the same elements (equal
+ * dimensions in the same physical order); the uses of x in c (operand
+ * slots that name it; removed instructions, whose parent is NULL, do not
+ * count). */
+bool cg_same_bytes(const Shape *a, const Shape *b);
+int cg_uses(const HloComp *c, const HloInstr *x);
 /* dus_kernel.c: the dynamic-update-slice of instr (instr itself, or its
  * fusion's root through bitcasts) when the in-place kernel can compute
  * instr whose result is written over operand `operand`, else NULL. */

@@ -118,7 +118,8 @@ void codegen_set_args_may_alias(Codegen *cg, bool may_alias);
  * slice overlapping it: buffer assignment wrote the result over that
  * operand in place.  A dynamic-update-slice (or a fusion whose root is
  * one) over that operand then gets the in-place kernel, which writes only
- * the update (dus_kernel.c).  -1 (the default): no such operand. */
+ * the update (dus_kernel.c); a scatter skips its copy of the operand
+ * (scatter_kernel.c).  -1 (the default): no such operand. */
 void codegen_set_in_place_operand(Codegen *cg, int operand);
 
 /* Emits kernel `name` computing instruction i (a fusion; any other op is

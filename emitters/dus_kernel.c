@@ -43,9 +43,7 @@ static void physical_order(const Shape *s, int *pd) {
     pd[j] = use_layout ? (int)l->minor_to_major[s->rank - 1 - j] : j;
 }
 
-/* Whether a and b are arrays of one element type with the same bytes for
- * the same elements: equal dimensions in the same physical order. */
-static bool same_bytes(const Shape *a, const Shape *b) {
+bool cg_same_bytes(const Shape *a, const Shape *b) {
   if (!shape_is_array(a) || !shape_is_array(b) || a->et != b->et || a->rank != b->rank ||
       a->rank > DUS_MAX_RANK || shape_is_dynamic(a) || shape_is_dynamic(b))
     return false;
@@ -66,9 +64,7 @@ static bool plain_bitcast(const Shape *from, const Shape *to) {
          shape_elements(from) == shape_elements(to) && shape_elements(to) >= 0;
 }
 
-/* Uses of x in c (operand slots that name it; removed instructions, whose
- * parent is NULL, do not count). */
-static int uses(const HloComp *c, const HloInstr *x) {
+int cg_uses(const HloComp *c, const HloInstr *x) {
   int n = 0;
   for (int k = 0; k < c->ninstrs; k++)
     for (int j = 0; c->instrs[k]->parent && j < c->instrs[k]->nops; j++)
@@ -108,11 +104,11 @@ const HloInstr *cg_dus_in_place(const HloInstr *instr, int operand) {
   bool vf;
   if (instr->op == HLO_DYNAMIC_UPDATE_SLICE)
     return operand == 0 && dus_shapes_ok(instr, &vf) &&
-           same_bytes(instr->ops[0]->shape, instr->shape) ? instr : NULL;
+           cg_same_bytes(instr->ops[0]->shape, instr->shape) ? instr : NULL;
   const HloComp *c = cg_fusion_comp(instr);
   if (!c || !c->root || operand >= c->nparams || !c->params[operand] ||
-      !same_bytes(c->root->shape, instr->shape) ||
-      !same_bytes(instr->ops[operand]->shape, c->params[operand]->shape))
+      !cg_same_bytes(c->root->shape, instr->shape) ||
+      !cg_same_bytes(instr->ops[operand]->shape, c->params[operand]->shape))
     return NULL;
   /* the root: bitcasts of the dynamic-update-slice (each keeps every
    * element's bytes where they are) */
@@ -122,15 +118,15 @@ const HloInstr *cg_dus_in_place(const HloInstr *instr, int operand) {
       return NULL;
     x = x->ops[0];
   }
-  if (!dus_shapes_ok(x, &vf) || !same_bytes(x->ops[0]->shape, x->shape))
+  if (!dus_shapes_ok(x, &vf) || !cg_same_bytes(x->ops[0]->shape, x->shape))
     return NULL;
   /* its operand 0: bitcasts, each read by the next only, of parameter k,
    * which nothing else reads */
   const HloInstr *p = x->ops[0];
-  if (uses(c, p) != 1)
+  if (cg_uses(c, p) != 1)
     return NULL;
   while (p->op == HLO_BITCAST && p->nops == 1) {
-    if (!plain_bitcast(p->ops[0]->shape, p->shape) || uses(c, p->ops[0]) != 1)
+    if (!plain_bitcast(p->ops[0]->shape, p->shape) || cg_uses(c, p->ops[0]) != 1)
       return NULL;
     p = p->ops[0];
   }
