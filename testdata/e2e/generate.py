@@ -77,6 +77,17 @@ def f(cache, k, w):
 args = (jnp.ones((8, 3, 64), jnp.bfloat16), jnp.ones((6, 2, 64), jnp.float32),
         jnp.ones((64,), jnp.float32))
 """,
+    # A loop adding rows into an accumulator with a scatter (.at[].add)
+    # that runs in place: the accumulator is never copied.
+    "scatter_add_loop": """
+import jax.lax as lax
+def f(acc, idx, v):
+    def step(i, a):
+        return a.at[idx[i]].add(v[i] * 2.0)
+    return lax.fori_loop(0, 6, step, acc)
+args = (jnp.ones((64, 16), jnp.float32), jnp.ones((6, 3), jnp.int32),
+        jnp.ones((6, 3, 16), jnp.float32))
+""",
     "elementwise_chain": """
 def f(x, y):
     return jnp.tanh(x * y + 1.0) - jnp.exp(-x) / (1.0 + y * y)

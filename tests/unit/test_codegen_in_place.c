@@ -1,20 +1,24 @@
 /*
- * test_codegen_dus.c - the in-place dynamic-update-slice kernel
- * (emitters/dus_kernel.c): a dynamic-update-slice, or a fusion whose root
- * is one, told by codegen_set_in_place_operand that its result buffer is
- * its updated operand's, writes only the update.
+ * test_codegen_in_place.c - kernels whose result is written over an
+ * operand in place: the dynamic-update-slice kernel (emitters/
+ * dus_kernel.c), which writes only the update, and the scatter kernel
+ * (emitters/scatter_kernel.c), which then skips its copy of the operand.
+ * codegen_set_in_place_operand tells codegen which operand, as the thunk
+ * emitter does when buffer assignment gave the result that operand's
+ * slice.
  *
- * Each case runs the kernel as the runtime does after buffer assignment
- * wrote the result in place: the result buffer holds the operand's values
- * before the kernel runs.  The operand's own argument is a separate buffer
- * of 0xA5 bytes, so a kernel that reads the operand (the out-of-place loop
- * kernel copies it) gives a wrong result.  The host kernel runs as a shared
- * object, the NVPTX kernel under the SIMT emulator of codegen_test_util.h
- * (when clang-19 is installed) and its PTX through ptxas (when installed);
- * both are compared with the interpreter, and their launch must be sized
- * to the update.  Start indices out of range are clamped as HLO says.
- * Fusions the in-place kernel does not take (the operand read elsewhere)
- * keep the loop kernel, run with the operand and result truly aliased.
+ * Each case runs the kernel as the runtime does then: the result buffer
+ * holds the operand's values before the kernel runs.  The operand's own
+ * argument is a separate buffer of 0xA5 bytes, so a kernel that reads the
+ * operand (the out-of-place loop kernel copies it, as does the scatter
+ * kernel's first phase) gives a wrong result.  The host kernel runs as a
+ * shared object, the NVPTX kernel under the SIMT emulator of
+ * codegen_test_util.h (when clang-19 is installed) and its PTX through
+ * ptxas (when installed); both are compared with the interpreter.  A
+ * dynamic-update-slice's launch must be sized to its update, its start
+ * indices clamped as HLO says.  Fusions the in-place kernels do not take
+ * (the operand read elsewhere) keep the out-of-place kernels, run with the
+ * operand and result truly aliased.
  */
 #include <criterion/criterion.h>
 
@@ -24,7 +28,7 @@
 
 #include "codegen_test_util.h"
 
-TestSuite(codegen_dus, .fini = teardown, .timeout = 120);
+TestSuite(codegen_in_place, .fini = teardown, .timeout = 120);
 
 /* How the operand's argument is passed: a buffer of poison next to the
  * result buffer (the kernel must not read it), or the result buffer
@@ -78,7 +82,7 @@ typedef struct Launches {
 static void check_in_place(const char *hlo, int operand, const char *const *specs,
                            OperandMode mode, Launches *l) {
   HloModule *m = parse(hlo);
-  snprintf(Dir, sizeof Dir, "/tmp/xhloc-dus-XXXXXX");
+  snprintf(Dir, sizeof Dir, "/tmp/xhloc-inplace-XXXXXX");
   cr_assert(mkdtemp(Dir), "mkdtemp");
   const HloInstr *ki = m->entry->root;
   int np = m->entry->nparams;
@@ -99,7 +103,7 @@ static void check_in_place(const char *hlo, int operand, const char *const *spec
   cr_assert_eq(eval_leaves(m, np, in, &el), 1);
 
   /* host: every unit once, last first */
-  Codegen *cg = in_place_kernel("dus_test", CG_TARGET_HOST, ki, operand, &l->host);
+  Codegen *cg = in_place_kernel("in_place_test", CG_TARGET_HOST, ki, operand, &l->host);
   char so[128];
   snprintf(so, sizeof so, "%s/k.so", Dir);
   cr_assert(codegen_host_so(cg, so, &D), "host so: %s", D.msg);
@@ -120,7 +124,7 @@ static void check_in_place(const char *hlo, int operand, const char *const *spec
 
   /* GPU: the emulator, then ptxas */
   l->gpu_ran = false;
-  cg = in_place_kernel("dus_test", CG_TARGET_NVPTX, ki, operand, &l->gpu);
+  cg = in_place_kernel("in_place_test", CG_TARGET_NVPTX, ki, operand, &l->gpu);
   StrBuf text;
   sb_init(&text);
   if (have_clang()) {
@@ -184,7 +188,7 @@ static void expect_update_sized(const Launches *l, int64_t n, int64_t rows) {
   "}\n"
 
 /* Starts inside, clamped below, clamped above. */
-Test(codegen_dus, fused_update_clamped) {
+Test(codegen_in_place, fused_update_clamped) {
   const char *starts[][4] = {{NULL, NULL, "2", "3"}, {NULL, NULL, "-4", "40"},
                              {NULL, NULL, "63", "-1"}, {NULL, NULL, "61", "32"}};
   for (size_t k = 0; k < sizeof starts / sizeof starts[0]; k++) {
@@ -197,7 +201,7 @@ Test(codegen_dus, fused_update_clamped) {
 
 /* By hand: zeros(4,4) with [[1,2],[3,4]] at (3, -1) -> clamped (2, 0);
  * a lone dynamic-update-slice, s64 starts. */
-Test(codegen_dus, lone_op_by_hand) {
+Test(codegen_in_place, lone_op_by_hand) {
   const char *in[] = {"0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0", "1 2 3 4", "3", "-1"};
   const char *hlo = "HloModule m\n"
                     "ENTRY e {\n"
@@ -228,7 +232,7 @@ Test(codegen_dus, lone_op_by_hand) {
 
 /* bf16 in a column-major layout (the rows of the update run along
  * dimension 0), the update a convert of an f32 product, u32 starts. */
-Test(codegen_dus, bf16_column_major) {
+Test(codegen_in_place, bf16_column_major) {
   const char *hlo =
       "HloModule m\n"
       "f {\n"
@@ -260,7 +264,7 @@ Test(codegen_dus, bf16_column_major) {
 
 /* Bitcasts between the parameter and the dynamic-update-slice and
  * between it and the root. */
-Test(codegen_dus, through_bitcasts) {
+Test(codegen_in_place, through_bitcasts) {
   const char *hlo =
       "HloModule m\n"
       "f {\n"
@@ -289,7 +293,7 @@ Test(codegen_dus, through_bitcasts) {
 }
 
 /* An empty update leaves the result as it is (the operand's values). */
-Test(codegen_dus, empty_update) {
+Test(codegen_in_place, empty_update) {
   const char *hlo = "HloModule m\n"
                     "ENTRY e {\n"
                     "  x = f32[5,7]{1,0} parameter(0)\n"
@@ -306,7 +310,7 @@ Test(codegen_dus, empty_update) {
 /* The operand read elsewhere (a slice of it in the update), or the wrong
  * operand named: the loop kernel, over the whole result, correct with the
  * operand and the result in one buffer. */
-Test(codegen_dus, refused_keeps_loop_kernel) {
+Test(codegen_in_place, refused_keeps_loop_kernel) {
   const char *hlo =
       "HloModule m\n"
       "f {\n"
@@ -332,8 +336,86 @@ Test(codegen_dus, refused_keeps_loop_kernel) {
   teardown();
   /* FUSED_ADD told that its update (operand 0) is overwritten */
   HloModule *m = parse(FUSED_ADD);
-  Codegen *cg = in_place_kernel("dus_test", CG_TARGET_NVPTX, m->entry->root, 0, &l.gpu);
+  Codegen *cg = in_place_kernel("in_place_test", CG_TARGET_NVPTX, m->entry->root, 0, &l.gpu);
   codegen_free(cg);
   cr_expect_eq((int64_t)l.gpu.grid[0] * l.gpu.block[0] >= 64 * 48, true,
                "operand 0 is not the updated one: the loop kernel");
+}
+
+/*
+ * Scatter
+ */
+/* .at[i].add(u * u) into rows of o: serial updates in order
+ * (duplicates combine as the interpreter does), or with unique_indices
+ * block-strided over the threads. */
+#define SCATTER_ADD(UNIQUE)                                                    \
+  "HloModule m\n"                                                              \
+  "add {\n"                                                                    \
+  "  a = f32[] parameter(0)\n"                                                 \
+  "  b = f32[] parameter(1)\n"                                                 \
+  "  ROOT s = f32[] add(a, b)\n"                                               \
+  "}\n"                                                                        \
+  "f {\n"                                                                      \
+  "  o = f32[40,8]{1,0} parameter(0)\n"                                        \
+  "  i = s32[5,1]{1,0} parameter(1)\n"                                         \
+  "  u = f32[5,8]{1,0} parameter(2)\n"                                         \
+  "  w = f32[5,8]{1,0} multiply(u, u)\n"                                      \
+  "  ROOT s = f32[40,8]{1,0} scatter(o, i, w), update_window_dims={1},"       \
+  " inserted_window_dims={0}, scatter_dims_to_operand_dims={0},"               \
+  " index_vector_dim=1, " UNIQUE "to_apply=add\n"                               \
+  "}\n"                                                                        \
+  "ENTRY e {\n"                                                                \
+  "  o = f32[40,8]{1,0} parameter(0)\n"                                        \
+  "  i = s32[5,1]{1,0} parameter(1)\n"                                         \
+  "  u = f32[5,8]{1,0} parameter(2)\n"                                         \
+  "  ROOT r = f32[40,8]{1,0} fusion(o, i, u), kind=kLoop, calls=f\n"           \
+  "}\n"
+
+/* Duplicates and an index out of range (its window skipped). */
+Test(codegen_in_place, scatter_add_serial) {
+  const char *in[] = {NULL, "3 39 3 -1 40", NULL};
+  Launches l;
+  check_in_place(SCATTER_ADD(""), 0, in, OPERAND_POISONED, &l);
+  cr_expect_eq(l.gpu.block[0], 32, "one warp applies the updates in order: block %u",
+               l.gpu.block[0]);
+}
+
+Test(codegen_in_place, scatter_add_unique) {
+  const char *in[] = {NULL, "3 39 7 0 12", NULL};
+  Launches l;
+  check_in_place(SCATTER_ADD("unique_indices=true, "), 0, in, OPERAND_POISONED, &l);
+  cr_expect_eq(l.gpu.block[0], 64, "a thread per update element (40 of them): block %u",
+               l.gpu.block[0]);
+}
+
+/* The operand read elsewhere too (the updates add a row of it): the copy
+ * stays, correct with the operand and the result in one buffer. */
+Test(codegen_in_place, scatter_refused_keeps_copy) {
+  const char *hlo =
+      "HloModule m\n"
+      "add {\n"
+      "  a = f32[] parameter(0)\n"
+      "  b = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(a, b)\n"
+      "}\n"
+      "f {\n"
+      "  o = f32[40,8]{1,0} parameter(0)\n"
+      "  i = s32[5,1]{1,0} parameter(1)\n"
+      "  u = f32[5,8]{1,0} parameter(2)\n"
+      "  r = f32[5,8]{1,0} slice(o), slice={[0:5], [0:8]}\n"
+      "  w = f32[5,8]{1,0} add(u, r)\n"
+      "  ROOT s = f32[40,8]{1,0} scatter(o, i, w), update_window_dims={1},"
+      " inserted_window_dims={0}, scatter_dims_to_operand_dims={0},"
+      " index_vector_dim=1, to_apply=add\n"
+      "}\n"
+      "ENTRY e {\n"
+      "  o = f32[40,8]{1,0} parameter(0)\n"
+      "  i = s32[5,1]{1,0} parameter(1)\n"
+      "  u = f32[5,8]{1,0} parameter(2)\n"
+      "  ROOT r = f32[40,8]{1,0} fusion(o, i, u), kind=kLoop, calls=f\n"
+      "}\n";
+  const char *in[] = {NULL, "9 39 9 20 12", NULL};
+  Launches l;
+  check_in_place(hlo, 0, in, OPERAND_ALIASED, &l);
+  cr_expect_geq(l.gpu.block[0], 320, "the copy's block covers the result: %u", l.gpu.block[0]);
 }
