@@ -25,7 +25,6 @@
  * Anything else is left to the loop kernel (codegen.c).
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "cg_internal.h"
 
