@@ -42,6 +42,10 @@ struct Codegen {
   bool optimized;                 /* passes have run (module is final) */
   bool args_may_alias;            /* the kernel being emitted writes a
                                      result over an operand (no noalias) */
+  int in_place_operand;           /* the kernel being emitted writes its
+                                     result over the bytes of this
+                                     operand (codegen_set_in_place_operand);
+                                     -1: none */
   int nvector;                    /* host kernels that want LLVM's loop
                                      vectorizer and unroller (not
                                      CgKernel.scalar) */
@@ -298,6 +302,23 @@ bool cg_emit_conv_kernel(Codegen *cg, const HloInstr *instr,
 bool cg_emit_scatter_kernel(Codegen *cg, const HloInstr *instr,
                             const HloInstr *hero, const char *name,
                             LaunchDims *ld, Diag *d);
+
+/* dus_kernel.c, shared with scatter_kernel.c: whether a and b are arrays
+ * of one element type with the same bytes for the same elements (equal
+ * dimensions in the same physical order); the uses of x in c (operand
+ * slots that name it; removed instructions, whose parent is NULL, do not
+ * count). */
+bool cg_same_bytes(const Shape *a, const Shape *b);
+int cg_uses(const HloComp *c, const HloInstr *x);
+/* dus_kernel.c: the dynamic-update-slice of instr (instr itself, or its
+ * fusion's root through bitcasts) when the in-place kernel can compute
+ * instr whose result is written over operand `operand`, else NULL. */
+const HloInstr *cg_dus_in_place(const HloInstr *instr, int operand);
+/* dus_kernel.c: the in-place kernel of instr, whose dynamic-update-slice
+ * (cg_dus_in_place) is x: writes the update only, never reads the
+ * operand. */
+bool cg_emit_dus_kernel(Codegen *cg, const HloInstr *instr, const HloInstr *x,
+                        const char *name, LaunchDims *ld, Diag *d);
 
 /* sort_kernel.c: hero is a sort (a lone fusion).  Host: a stable merge
  * sort per row; GPU: sort_kernel_gpu.c. */

@@ -186,6 +186,7 @@ Codegen *codegen_new(const char *module_name, const CodegenOptions *o,
   } else {
     cg->arch = xstrdup("x86-64");
   }
+  cg->in_place_operand = -1;
   cg->ctx = LLVMContextCreate();
   cg->mod = LLVMModuleCreateWithNameInContext(module_name ? module_name : "module",
                                               cg->ctx);
@@ -480,6 +481,10 @@ void codegen_set_args_may_alias(Codegen *cg, bool may_alias) {
   cg->args_may_alias = may_alias;
 }
 
+void codegen_set_in_place_operand(Codegen *cg, int operand) {
+  cg->in_place_operand = operand;
+}
+
 bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
                     LaunchDims *ld, Diag *d) {
   if (cg->optimized)
@@ -492,8 +497,11 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ld->grid[k] = ld->block[k] = 1;
   const HloInstr *hero = find_hero(i);
   const HloInstr *tiled = NULL;   /* the transpose hero, GPU only */
+  const HloInstr *dus = cg_dus_in_place(i, cg->in_place_operand);
   bool ok;
-  if (hero->op == HLO_REDUCE)
+  if (dus)
+    ok = cg_emit_dus_kernel(cg, i, dus, name, ld, d);
+  else if (hero->op == HLO_REDUCE)
     ok = cg_emit_reduction_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_DOT)
     ok = cg_emit_dot_kernel(cg, i, hero, name, ld, d);
@@ -519,16 +527,16 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_loop_kernel(cg, i, name, ld, d);
   if (!ok)
     codegen_drop_kernel(cg, name);
-  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled)) {
+  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled || dus)) {
     /* a shape the hero's emitter does not handle (an epilogue, several
-     * outputs): the loop kernel computes reduces elementally; when it
-     * cannot either, the hero emitter's error stands */
+     * outputs): the loop kernel computes reduces elementally (and a
+     * dynamic-update-slice out of place); when it cannot either, the hero
+     * emitter's error stands */
     Diag d2 = {0};
     d2.warn_out = d->warn_out;
+    memset(ld, 0, sizeof *ld);
     for (int k = 0; k < 3; k++)
       ld->grid[k] = ld->block[k] = 1;
-    ld->shmem_bytes = 0;
-    ld->temp_bytes = 0;
     ok = cg_emit_loop_kernel(cg, i, name, ld, &d2);
     if (ok)
       diag_clear(d);

@@ -113,6 +113,15 @@ bool codegen_custom_call_kernel(const HloInstr *i);
  * place): their host bodies then drop `noalias` from their pointers. */
 void codegen_set_args_may_alias(Codegen *cg, bool may_alias);
 
+/* Whether the kernel emitted next gets a result slice equal to the slice
+ * of its operand `operand` (one array leaf each), no other operand's
+ * slice overlapping it: buffer assignment wrote the result over that
+ * operand in place.  A dynamic-update-slice (or a fusion whose root is
+ * one) over that operand then gets the in-place kernel, which writes only
+ * the update (dus_kernel.c); a scatter skips its copy of the operand
+ * (scatter_kernel.c).  -1 (the default): no such operand. */
+void codegen_set_in_place_operand(Codegen *cg, int operand);
+
 /* Emits kernel `name` computing instruction i (a fusion; any other op is
  * treated as a fusion of itself).  Host: ld->grid[0] is the number of
  * work units, everything else 1. */

@@ -8,7 +8,10 @@
  * the window), so duplicate indices combine exactly as it does.
  *
  * Two phases: the operands are copied into the outputs, then the updates
- * are applied.  Host: two serial loops.  GPU: ONE block (up to 1024
+ * are applied.  A scatter of one operand whose result buffer is that
+ * operand's (written in place: codegen_set_in_place_operand, the operand
+ * read nowhere else in the fusion) skips the copy: the output already
+ * holds the operand.  Host: two serial loops.  GPU: ONE block (up to 1024
  * threads); the copy is block-strided, __syncthreads separates it from the
  * updates (a grid-wide order would need a grid sync), then:
  *   - unique_indices=true (no two updates reach the same element): the
@@ -263,13 +266,28 @@ static bool emit_updates(ScatterEmit *s, LLVMValueRef start, LLVMValueRef step) 
   return ok;
 }
 
-static bool emit_gpu(ScatterEmit *s, LaunchDims *ld) {
+/* Whether scatter x, the hero of instr, has its result written over its
+ * one operand, instr's operand `operand`, which nothing else reads: the
+ * output then holds the operand's values already. */
+static bool scatter_in_place(const HloInstr *instr, const HloInstr *x, int operand) {
+  if (operand < 0 || operand >= instr->nops || x->nops != 3 || !shape_is_array(instr->shape))
+    return false;
+  const HloComp *c = cg_fusion_comp(instr);
+  if (!c)
+    return x == instr && operand == 0 && cg_same_bytes(x->ops[0]->shape, x->shape);
+  const HloInstr *p = operand < c->nparams ? c->params[operand] : NULL;
+  return p && c->root == x && x->ops[0] == p && cg_uses(c, p) == 1 &&
+         cg_same_bytes(instr->ops[operand]->shape, p->shape) &&
+         cg_same_bytes(p->shape, x->shape) && cg_same_bytes(x->shape, instr->shape);
+}
+
+static bool emit_gpu(ScatterEmit *s, bool copy, LaunchDims *ld) {
   Codegen *cg = s->cg;
   LLVMBuilderRef b = cg->b;
-  int64_t nel = shape_elements(s->out_shapes[0]);
+  int64_t nel = copy ? shape_elements(s->out_shapes[0]) : 0;
   int64_t nupd = s->p->ns * s->p->nw;
   bool parallel = s->p->x->unique_indices;
-  int64_t want = nel > (parallel ? nupd : 0) ? nel : nupd;
+  int64_t want = !copy ? (parallel ? nupd : 1) : nel > (parallel ? nupd : 0) ? nel : nupd;
   int64_t block = (want + 31) / 32 * 32;
   if (block < 32)
     block = 32;
@@ -279,9 +297,11 @@ static bool emit_gpu(ScatterEmit *s, LaunchDims *ld) {
   ld->block[0] = (uint32_t)block;
   LLVMValueRef tid = LLVMBuildZExt(b, cg_sreg(cg, "tid.x"), cg_i64(cg), "");
   LLVMValueRef ntid = cg_const_i64(cg, block);
-  if (!emit_copy(s, tid, ntid))
-    return false;
-  cg_barrier(cg);
+  if (copy) {
+    if (!emit_copy(s, tid, ntid))
+      return false;
+    cg_barrier(cg);
+  }
   if (parallel)
     return emit_updates(s, tid, ntid);
   LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(b));
@@ -323,10 +343,11 @@ bool cg_emit_scatter_kernel(Codegen *cg, const HloInstr *instr,
   if (ok) {
     e = cg_elemental_new(cg, comp, comp ? NULL : instr, k.in, d);
     ScatterEmit s = {cg, e, &p, k.out, k.out_shapes, d};
+    bool copy = !scatter_in_place(instr, hero, cg->in_place_operand);
     if (cg->is_gpu)
-      ok = emit_gpu(&s, ld);
+      ok = emit_gpu(&s, copy, ld);
     else
-      ok = emit_copy(&s, cg_const_i64(cg, 0), cg_const_i64(cg, 1)) &&
+      ok = (!copy || emit_copy(&s, cg_const_i64(cg, 0), cg_const_i64(cg, 1))) &&
            emit_updates(&s, cg_const_i64(cg, 0), cg_const_i64(cg, 1));
   }
   cg_elemental_free(e);

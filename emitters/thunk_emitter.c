@@ -6,7 +6,11 @@
  *   fusion (and any other kernel op)  -> a kernel thunk; the kernel comes from
  *                                        codegen_kernel (a kernel that asks
  *                                        for scratch gets the staging
- *                                        allocation as its last argument);
+ *                                        allocation as its last argument;
+ *                                        one whose result slice is an
+ *                                        operand's is told which, so that a
+ *                                        dynamic-update-slice writes only
+ *                                        its update, dus_kernel.c);
  *                                        on the host, one that may join the
  *                                        kernel thunk before it as a chain
  *                                        (thunk_chain.h) joins it; on the
@@ -246,6 +250,33 @@ static bool add_args(Emitter *e, const HloInstr *i, bool written,
   return ok;
 }
 
+/* The operand whose bytes i's one array result is written over in place
+ * (buffer_sharing.c): its one leaf's slice is the result's, and no other
+ * operand leaf's slice overlaps the result's; -1 when there is none. */
+static int in_place_operand(Emitter *e, const HloInstr *i) {
+  BufSlice r;
+  if (!shape_is_array(i->shape) || !ba_slice(e->ba, i, 0, &r) || r.size <= 0)
+    return -1;
+  int found = -1;
+  PtrVec leaves = {0};
+  for (int k = 0; k < i->nops; k++) {
+    int n = leaves_of(i->ops[k]->shape, &leaves);
+    for (int j = 0; j < n; j++) {
+      BufSlice s;
+      if (is_token(leaves.data[j]) || !ba_slice(e->ba, i->ops[k], j, &s) ||
+          !overlaps(s, r))
+        continue;
+      if (n != 1 || !slice_equal(s, r) || found >= 0) {
+        vec_free(&leaves);
+        return -1;
+      }
+      found = k;
+    }
+  }
+  vec_free(&leaves);
+  return found;
+}
+
 static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
   SliceVec args = {0};
   BoolVec wr = {0};
@@ -265,8 +296,10 @@ static bool emit_kernel(Emitter *e, ThunkVec *v, const HloInstr *i) {
                 overlaps(args.data[w], args.data[r]);
     name = kernel_name(e, i);
     codegen_set_args_may_alias(e->cg, alias);
+    codegen_set_in_place_operand(e->cg, alias ? in_place_operand(e, i) : -1);
     ok = codegen_kernel(e->cg, i, name, &ld, e->d);
     codegen_set_args_may_alias(e->cg, false);
+    codegen_set_in_place_operand(e->cg, -1);
   }
   if (ok && ld.temp_bytes > 0) {
     /* the kernel's scratch: the start of the staging allocation, which

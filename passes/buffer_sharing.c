@@ -19,9 +19,12 @@
  *         reaches the root through elementwise ops and the updated operand
  *         of dynamic-update-slices alone), of the same dimensions, layout
  *         and element width as the result;
- *       - a dynamic-update-slice, its updated operand.
+ *       - a dynamic-update-slice, its updated operand;
+ *       - a scatter of one operand (alone, or the root of a fusion that
+ *         reads that operand's parameter nowhere else), that operand.
  *     Each kernel reads an element before it writes it, in the same thread,
- *     so the result may overwrite the operand.  A temp only: a parameter
+ *     so the result may overwrite the operand (the scatter kernel applies
+ *     its updates to the operand's values where they are).  A temp only: a parameter
  *     belongs to the caller (rule 4 for donated ones), a constant is
  *     filled once.
  *  2. While initial values.  A while's state leaf k joins the group of its
@@ -98,7 +101,8 @@ static bool same_layout(const Shape *a, const Shape *b) {
  * output element by one thread that reads what it needs and then writes
  * it; a fusion with any other op (a reduce, dot, scatter, sort, library
  * or custom call: kernels that may write before they have read
- * everything) never overwrites an operand. */
+ * everything) never overwrites an operand, but for a scatter's own
+ * operand (scatters_in_place). */
 static bool loop_kernel_op(const HloInstr *i) {
   switch (i->op) {
   case HLO_PARAMETER: case HLO_CONSTANT: case HLO_IOTA: case HLO_BROADCAST:
@@ -151,6 +155,21 @@ static bool reads_in_place(const HloComp *c, const HloInstr *p) {
   return ok;
 }
 
+/* Whether fused computation c is a scatter of one operand, parameter p,
+ * that nothing else in c reads (emitters/scatter_kernel.c then applies the
+ * updates where the operand is). */
+static bool scatters_in_place(const HloComp *c, const HloInstr *p) {
+  const HloInstr *r = c->root;
+  if (r->op != HLO_SCATTER || r->nops != 3 || r->ops[0] != p ||
+      !same_layout(r->shape, p->shape))
+    return false;
+  int uses = 0;
+  for (int k = 0; k < c->ninstrs; k++)
+    for (int j = 0; c->instrs[k]->parent && j < c->instrs[k]->nops; j++)
+      uses += c->instrs[k]->ops[j] == p;
+  return uses == 1;
+}
+
 /* Whether instruction i may write its (one array) result over operand k. */
 static bool can_overwrite(const HloInstr *i, int k) {
   if (!shape_is_array(i->shape) || k < 0 || k >= i->nops ||
@@ -158,13 +177,15 @@ static bool can_overwrite(const HloInstr *i, int k) {
     return false;
   if (i->op == HLO_DYNAMIC_UPDATE_SLICE)
     return k == 0;
+  if (i->op == HLO_SCATTER)
+    return k == 0 && i->nops == 3;
   if (i->op == HLO_FUSION) {
     if (i->ncalled < 1 || !i->called[0])
       return false;
     const HloComp *c = i->called[0];
     if (k >= c->nparams || !c->root || !shape_is_array(c->root->shape))
       return false;
-    return reads_in_place(c, c->params[k]);
+    return scatters_in_place(c, c->params[k]) || reads_in_place(c, c->params[k]);
   }
   return hlo_op_is_elementwise(i->op) && i->op != HLO_COPY;
 }

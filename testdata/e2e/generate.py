@@ -65,6 +65,43 @@ def f(h0, xs, w, u):
 args = (jnp.ones((4, 16), jnp.float32), jnp.ones((12, 4, 8), jnp.float32),
         jnp.ones((16, 16), jnp.float32), jnp.ones((8, 16), jnp.float32))
 """,
+    # A loop writing blocks of two rows at starts 3*i - 2 (-2, which JAX
+    # wraps to 14, then 1 to 19 into 16 rows: 16 and 19 are clamped to 14),
+    # each update computed by fused elementwise ops; the buffer is written
+    # in place every step.
+    "dus_clamped_loop": """
+import jax.lax as lax
+def f(buf, xs, s):
+    def step(i, b):
+        u = jnp.tanh(xs[i % 4] * s + 1.0)
+        return lax.dynamic_update_slice(b, u, (3 * i - 2, 0))
+    return lax.fori_loop(0, 8, step, buf)
+args = (jnp.ones((16, 32), jnp.float32), jnp.ones((4, 2, 32), jnp.float32),
+        jnp.ones((), jnp.float32))
+""",
+    # A bf16 cache updated in place by a loop, the update bf16[1,2,64] a
+    # convert of f32 math, its middle start i + 1 clamped to 1 from i = 1.
+    "dus_bf16_cache": """
+import jax.lax as lax
+def f(cache, k, w):
+    def step(i, c):
+        u = (k[i] * w - 0.5).astype(jnp.bfloat16)
+        return lax.dynamic_update_slice(c, u[None], (i, i + 1, 0))
+    return lax.fori_loop(0, 6, step, cache)
+args = (jnp.ones((8, 3, 64), jnp.bfloat16), jnp.ones((6, 2, 64), jnp.float32),
+        jnp.ones((64,), jnp.float32))
+""",
+    # A loop adding rows into an accumulator with a scatter (.at[].add)
+    # that runs in place: the accumulator is never copied.
+    "scatter_add_loop": """
+import jax.lax as lax
+def f(acc, idx, v):
+    def step(i, a):
+        return a.at[idx[i]].add(v[i] * 2.0)
+    return lax.fori_loop(0, 6, step, acc)
+args = (jnp.ones((64, 16), jnp.float32), jnp.ones((6, 3), jnp.int32),
+        jnp.ones((6, 3, 16), jnp.float32))
+""",
     "elementwise_chain": """
 def f(x, y):
     return jnp.tanh(x * y + 1.0) - jnp.exp(-x) / (1.0 + y * y)

@@ -593,6 +593,59 @@ Test(ba, dynamic_update_slice_in_place) {
   hlo_module_free(m);
 }
 
+/* A scatter of one operand is written over it when it dies there, alone
+ * or as the root of a fusion that reads the operand nowhere else; not when
+ * the fusion reads it elsewhere too. */
+Test(ba, scatter_in_place) {
+  HloModule *m = parse(
+      "HloModule sc\n"
+      "add {\n"
+      "  a = f32[] parameter(0)\n"
+      "  b = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(a, b)\n"
+      "}\n"
+      "f_sc {\n"
+      "  o = f32[64] parameter(0)\n"
+      "  i = s32[4,1] parameter(1)\n"
+      "  u = f32[4] parameter(2)\n"
+      "  e = f32[4] exponential(u)\n"
+      "  ROOT s = f32[64] scatter(o, i, e), update_window_dims={},"
+      " inserted_window_dims={0}, scatter_dims_to_operand_dims={0},"
+      " index_vector_dim=1, to_apply=add\n"
+      "}\n"
+      "f_read {\n"
+      "  o = f32[64] parameter(0)\n"
+      "  i = s32[4,1] parameter(1)\n"
+      "  u = f32[4] parameter(2)\n"
+      "  r = f32[4] slice(o), slice={[0:4]}\n"
+      "  w = f32[4] add(u, r)\n"
+      "  ROOT s = f32[64] scatter(o, i, w), update_window_dims={},"
+      " inserted_window_dims={0}, scatter_dims_to_operand_dims={0},"
+      " index_vector_dim=1, to_apply=add\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  p = f32[64] parameter(0)\n"
+      "  i = s32[4,1] parameter(1)\n"
+      "  u = f32[4] parameter(2)\n"
+      "  ea = f32[64] exponential(p)\n"
+      "  sc1 = f32[64] fusion(ea, i, u), kind=kLoop, calls=f_sc\n"
+      "  eb = f32[64] exponential(p)\n"
+      "  sc2 = f32[64] fusion(eb, i, u), kind=kLoop, calls=f_read\n"
+      "  ec = f32[64] exponential(p)\n"
+      "  sc3 = f32[64] scatter(ec, i, u), update_window_dims={},"
+      " inserted_window_dims={0}, scatter_dims_to_operand_dims={0},"
+      " index_vector_dim=1, to_apply=add\n"
+      "  t = f32[64] add(sc1, sc2)\n"
+      "  ROOT r = f32[64] add(t, sc3)\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  cr_assert(same(slice_of(ba, m, "sc1", 0), slice_of(ba, m, "ea", 0)));
+  cr_assert(disjoint(slice_of(ba, m, "sc2", 0), slice_of(ba, m, "eb", 0)));
+  cr_assert(same(slice_of(ba, m, "sc3", 0), slice_of(ba, m, "ec", 0)));
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
+
 /* A fusion overwrites an operand only when it reads it at the index it
  * writes, through elementwise ops alone. */
 Test(ba, fusions_overwrite_operands_read_in_place) {
