@@ -43,18 +43,31 @@
 #include "../lib/runtime/libcall.h"
 #include "match_util.h"
 
-/* cuBLASLt's workspace: at most 4 MiB (XLA's default), and for a small
- * product no more than a 16-way split-K reduction of its result in f32
- * needs (the heuristic then picks among the algorithms that fit), so that
- * small GEMMs do not each reserve 4 MiB.  Buffer assignment shares the
- * workspaces of calls that do not run at once. */
+/* cuBLASLt's workspace: at most 4 MiB (XLA's default).  Workspace is what
+ * split-K reductions use (splitting K in parts of 512 or more, 16 at most:
+ * that many f32 copies of the result); a product with a short K is not
+ * split and gets 64 KiB of scratch.  The heuristic then picks among the
+ * algorithms that fit, so small GEMMs do not each reserve 4 MiB.  Buffer
+ * assignment shares the workspaces of calls that do not run at once. */
 #define GPU_WORKSPACE (4 << 20)
+#define GPU_SCRATCH (64 << 10)
 
-static int64_t gpu_workspace(const Shape *result) {
-  int64_t n = shape_elements(result);
-  if (n < 0 || n > GPU_WORKSPACE / 64)
+static int64_t gpu_workspace(const Shape *result, const Shape *lhs,
+                             const DotDnums *dn) {
+  int64_t n = shape_elements(result), k = 1;
+  for (int d = 0; d < dn->lhs_contracting.n; d++) {
+    int64_t x = dn->lhs_contracting.v[d];
+    if (x < 0 || x >= lhs->rank)
+      return GPU_WORKSPACE;
+    k *= lhs->dims[x];
+  }
+  int64_t splits = k / 512 < 16 ? k / 512 : 16;
+  if (splits <= 1)
+    return GPU_SCRATCH;
+  if (n < 0 || n > GPU_WORKSPACE / 4 / splits)
     return GPU_WORKSPACE;
-  return (n * 64 + 255) / 256 * 256;
+  int64_t ws = (n * 4 * splits + 255) / 256 * 256;
+  return ws > GPU_SCRATCH ? ws : GPU_SCRATCH;
 }
 
 typedef struct Fused {
@@ -339,7 +352,7 @@ static bool rewrite(IrEdit *e, HloComp *c, HloInstr *dot, bool gpu) {
     ops[n++] = f.c;
   if (f.bias)
     ops[n++] = f.bias;
-  int64_t wsz = gpu ? gpu_workspace(dot->shape) : 0;
+  int64_t wsz = gpu ? gpu_workspace(dot->shape, a->shape, &dn) : 0;
   Shape *ws = shape_array(ar, ET_S8, 1, &wsz);
   shape_set_default_layout(ar, ws);
   Shape *elems[2] = {dot->shape, ws};
