@@ -634,9 +634,13 @@ static void assign(BufferAssignment *ba) {
     sb_free(&key);
   }
   hashmap_free(&same);
-  /* Entry results: a group of its own gets an output allocation. */
+  /* Entry results: one in a parameter or constant allocation makes it
+   * live-out; the others are packed with the temps, live from their
+   * definition to the end (xhlo-run reads every result from its slice, so
+   * a result needs no allocation of its own: what XLA gives its callers'
+   * buffers costs here only the result's live range). */
   int *rv = leaves_of(ba, entry->root);
-  char *rshape = shape_text(ba->ar, entry->root->shape);
+  bool packed_outputs = false;
   for (int k = 0; rv && k < ba->nleaves[entry->root->id]; k++) {
     if (rv[k] < 0)
       continue;
@@ -647,10 +651,13 @@ static void assign(BufferAssignment *ba) {
       ba->allocs.data[a].flags |= ALLOC_MAYBE_LIVE_OUT;
       continue;
     }
-    g->alloc = new_alloc(ba, g->size, ALLOC_OUTPUT | ALLOC_MAYBE_LIVE_OUT);
-    ba->allocs.data[g->alloc].output_shape = rshape;
+    packed_outputs = true;
   }
   place_temps(ba);
+  if (packed_outputs)
+    for (int a = 0; a < ba->allocs.len; a++)
+      if (ba->allocs.data[a].flags & ALLOC_TEMP)
+        ba->allocs.data[a].flags |= ALLOC_MAYBE_LIVE_OUT;
   /* Every member where its group is. */
   for (int k = 0; k < ba->vals.len; k++) {
     const Value *g = &vals[vals[k].parent];

@@ -127,7 +127,7 @@ static const char *kind_name(const BufferAssignment *ba, const Value *v) {
     return v->kind == VK_PARAM ? "parameter" : "donated";
   if (f & ALLOC_CONSTANT)
     return "constant";
-  if (f & ALLOC_OUTPUT)
+  if ((f & ALLOC_OUTPUT) || g->goutput)
     return "output";
   if (v->kind == VK_TEMP && v->leaf >= 1 && v->def->op == HLO_CUSTOM_CALL &&
       v->def->shape->et == ET_TUPLE)
@@ -184,7 +184,23 @@ void ba_print_memory_report(StrBuf *b, const BufferAssignment *ba,
   sb_puts(b, "\n\nBy kind:\n");
   put_total(b, "parameters", by[0], nby[0], "allocations");
   put_total(b, "constants", by[1], nby[1], "allocations");
-  put_total(b, "outputs", by[2], nby[2], "allocations");
+  /* the results: in allocations of their own (a donated parameter's), or
+   * packed with the temps */
+  int64_t packed = 0;
+  int npacked = 0;
+  for (int k = 0; k < ba->vals.len; k++) {
+    const Value *g = &vals[k];
+    if (g->parent == k && g->goutput && g->alloc >= 0 &&
+        (ba->allocs.data[g->alloc].flags & ALLOC_TEMP)) {
+      packed += g->size;
+      npacked++;
+    }
+  }
+  if (nby[2] || !npacked)
+    put_total(b, "outputs", by[2], nby[2], "allocations");
+  if (npacked)
+    put_total(b, "results in temp", packed, npacked, "values, each live from "
+              "its definition");
   put_total(b, "temp", by[3], -1, NULL);
   if (nws) {
     sb_printf(b, "  %-22s", "  library workspaces");
