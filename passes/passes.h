@@ -145,6 +145,7 @@ bool pass_gemm_rewriter(HloModule *m, PassContext *ctx);
 bool pass_hlo_memory_scheduler(HloModule *m, PassContext *ctx);
 bool pass_hlo_verifier(HloModule *m, PassContext *ctx);
 bool pass_layout_assignment(HloModule *m, PassContext *ctx);
+bool pass_loop_update_sinking(HloModule *m, PassContext *ctx);
 bool pass_logistic_expander(HloModule *m, PassContext *ctx);
 bool pass_map_inline(HloModule *m, PassContext *ctx);
 bool pass_onednn_layernorm_expander(HloModule *m, PassContext *ctx);

@@ -45,7 +45,9 @@
  *   post-fusion optimization  fusion-wrapper, dce, copy-insertion
  *   scheduling             hlo-memory-scheduler (the order of the fewest
  *                          live bytes: the best of XLA's list, DFS and
- *                          post-order schedulers), latency-hiding-scheduler
+ *                          post-order schedulers), loop-update-sinking
+ *                          (a loop counter's update last in its body, so
+ *                          it is written in place), latency-hiding-scheduler
  *                          (-starts early, -dones late)
  *
  * Passes registered but not in this pipeline (map-inline,
@@ -176,6 +178,7 @@ PIPELINE(post_fusion, "post-fusion optimization", false, post_fusion_steps);
  * early and -dones late (which keeps that order where there are none). */
 static const PipelineStep scheduling_steps[] = {
     PASS("hlo-memory-scheduler"),
+    PASS("loop-update-sinking"),
     PASS("latency-hiding-scheduler"),
 };
 PIPELINE(scheduling, "scheduling", false, scheduling_steps);

@@ -39,6 +39,7 @@ static const Pass registry[] = {
     {"latency-hiding-scheduler", pass_latency_hiding_scheduler},
     {"layout-assignment", pass_layout_assignment},
     {"logistic-expander", pass_logistic_expander},
+    {"loop-update-sinking", pass_loop_update_sinking},
     {"map-inline", pass_map_inline},
     {"onednn-layernorm-expander", pass_onednn_layernorm_expander},
     {"optimization-barrier-expander", pass_optimization_barrier_expander},
