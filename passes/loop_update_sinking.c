@@ -13,8 +13,10 @@
  *
  * Only values of at most SMALL bytes move: their operands then live to the
  * end of the body, which costs nothing worth counting; a larger value keeps
- * the memory scheduler's place.  An instruction moves only when its sole
- * user is the root, it has no side effect and no control dependency.
+ * the memory scheduler's place.  An instruction moves only when it updates
+ * its own leaf (it reads that leaf of the body's parameter), its sole user
+ * is the root, and it is no copy (copy-insertion's copies of other leaves
+ * stay put), has no side effect and no control dependency.
  * Runs after hlo-memory-scheduler (the order is the schedule).
  */
 #include "passes.h"
@@ -26,12 +28,23 @@
 
 enum { SMALL = 64 };
 
-static bool sinkable(IrEdit *e, HloInstr *i, const HloInstr *root) {
+/* Whether i, the root's operand `leaf`, is an update of that same leaf
+ * (it reads get-tuple-element(parameter, leaf)) that may move last. */
+static bool sinkable(IrEdit *e, HloInstr *i, const HloInstr *root,
+                     const HloComp *body, int leaf) {
   if (ir_removed(i) || i == root || i->op == HLO_PARAMETER ||
       i->op == HLO_GET_TUPLE_ELEMENT || i->op == HLO_CONSTANT ||
-      i->op == HLO_TUPLE || !shape_is_array(i->shape) ||
+      i->op == HLO_TUPLE || i->op == HLO_COPY || !shape_is_array(i->shape) ||
       shape_buffer_size(i->shape) > SMALL || ir_has_side_effect_deep(i) ||
-      ir_has_control_deps(e, i))
+      ir_has_control_deps(e, i) || body->nparams != 1)
+    return false;
+  bool own = false;
+  for (int k = 0; k < i->nops; k++) {
+    const HloInstr *o = i->ops[k];
+    own |= o->op == HLO_GET_TUPLE_ELEMENT && o->ops[0] == body->params[0] &&
+           o->tuple_index == leaf;
+  }
+  if (!own)
     return false;
   HloInstr **users;
   int n = ir_users(e, i, &users);
@@ -54,7 +67,7 @@ static bool sink_body(IrEdit *e, HloComp *body) {
    * in operand order */
   for (int j = 0; j < root->nops; j++) {
     HloInstr *i = root->ops[j];
-    if (!sinkable(e, i, root))
+    if (!sinkable(e, i, root, body, j))
       continue;
     int from = -1;
     for (int k = 0; k < at; k++)
