@@ -256,12 +256,14 @@ class Xla:
                     if not line.name.startswith("Stream"):
                         continue
                     for ev in line.events:
-                        nk += 1
+                        # copies and memsets count in the span, not as kernels
+                        if not ev.name.startswith(("Memcpy", "Memset", "memcpy", "memset")):
+                            nk += 1
                         s, e = ev.start_ns, ev.end_ns
                         start = s if start is None or s < start else start
                         end = e if end is None or e > end else end
-            if not nk:
-                return None, "the profile has no GPU kernels"
+            if start is None:
+                return None, "the profile has no GPU activity"
             return ((end - start) / 1e6 / n, nk / n), None
         except Exception as e:  # noqa: BLE001
             return None, "profiler failed (%s)" % str(e).splitlines()[0][:60]
@@ -278,8 +280,8 @@ def count_xla_kernels(text):
         return None
     comps, cur, entry = {}, None, None
     for line in text.splitlines():
-        m = re.match(r"\s*(ENTRY\s+)?%?([\w.\-]+)\s+\(.*\)\s*->\s*.*\{\s*$", line)
-        if m and not line.startswith("  "):
+        m = re.match(r"(ENTRY\s+)?%?([\w.\-]+)(\s+\(.*\)\s*->\s*.*)?\s*\{\s*$", line)
+        if m:
             cur = m.group(2)
             comps[cur] = []
             if m.group(1):
