@@ -473,7 +473,7 @@ def main():
                     help="xhlo-run's platform (host: with a --target=host directory)")
     ap.add_argument("--xla-device", choices=["gpu", "cpu"], default="gpu")
     ap.add_argument("--scratch", default="", help="where the inputs' .npy files go "
-                    "(default: a directory in /dev/shm, else $TMPDIR)")
+                    "(default: /dev/shm when it has room, else $TMPDIR or /tmp)")
     ap.add_argument("--json", default="", help="also write the rows to this file")
     args = ap.parse_args()
     try:
@@ -532,13 +532,30 @@ def main():
         os.makedirs(args.scratch, exist_ok=True)
         scratch = tempfile.mkdtemp(prefix="gpu-bench-", dir=args.scratch)
     else:
-        shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        # /dev/shm when it has room for the largest program's inputs and
+        # outputs (a container's may have 64 MB), else $TMPDIR or /tmp
+        need = max([p.get("in_bytes", 0) + p.get("out_bytes", 0)
+                    for p in manifest["programs"]] or [0]) + (1 << 30)
+        shm = None
+        try:
+            if os.access("/dev/shm", os.W_OK) and shutil.disk_usage("/dev/shm").free > need:
+                shm = "/dev/shm"
+        except OSError:
+            pass
         scratch = tempfile.mkdtemp(prefix="gpu-bench-", dir=shm)
     rows, bad = [], 0
     target_ms = 100.0 if args.quick else 300.0
     try:
         for prog in manifest["programs"]:
-            row = run_program(args, prog, xla, peak, seed, scratch, target_ms, t_start)
+            try:
+                row = run_program(args, prog, xla, peak, seed, scratch, target_ms, t_start)
+            except Exception as e:  # noqa: BLE001 - one program's failure is its row
+                row = {"name": prog.get("name", "?"), "kind": prog.get("kind"), "x_ms": None,
+                       "X_ms": None, "x_dev": None, "X_dev": None, "x_kern": None,
+                       "X_kern": None, "X_run": None, "flops": None, "bytes": None,
+                       "x_cmp": None, "X_cmp": None, "failed": True, "checked": False,
+                       "small": False, "check": ["failed: %s: %s" % (
+                           type(e).__name__, str(e).splitlines()[0][:120] if str(e) else "")]}
             rows.append(row)
             if row["failed"]:
                 bad += 1
