@@ -253,7 +253,9 @@ class Xla:
                 if not plane.name.startswith("/device:GPU"):
                     continue
                 for line in plane.lines:
-                    if not line.name.startswith("Stream"):
+                    # the streams' lines (kernels, copies), not the derived
+                    # ones (modules, ops, steps, name scopes, launch stats)
+                    if line.name.startswith(DERIVED_LINES):
                         continue
                     for ev in line.events:
                         # copies and memsets count in the span, not as kernels
@@ -267,6 +269,11 @@ class Xla:
             return ((end - start) / 1e6 / n, nk / n), None
         except Exception as e:  # noqa: BLE001
             return None, "profiler failed (%s)" % str(e).splitlines()[0][:60]
+
+
+# the lines of a GPU plane that XLA's profiler derives from the streams' events
+DERIVED_LINES = ("XLA Modules", "XLA Ops", "XLA TraceMe", "Steps", "TensorFlow", "Framework",
+                 "Source code", "Launch Stats", "Async XLA Ops", "SparseCore")
 
 
 def count_xla_kernels(text):
