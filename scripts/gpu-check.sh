@@ -155,7 +155,7 @@ if [ -n "$mock" ]; then
 fi
 
 if [ -z "$run" ]; then
-  if ! make -s -j2 build/bin/xhlo-run; then
+  if ! make -s -j"$(nproc 2>/dev/null || echo 2)" build/bin/xhlo-run; then
     echo "gpu-check: FAIL: cannot build xhlo-run"
     exit 1
   fi
