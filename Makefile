@@ -236,7 +236,7 @@ gpu-artifacts: $(BUILD)/bin/xhloc
 
 # What scripts/gpu-check.sh runs on a GPU machine, prepared here (xhloc and
 # jax on the CPU; $XHLO_BENCH_PYTHON or build/bench-venv).
-gpu-check-prepare: $(BUILD)/bin/xhloc
+gpu-check-prepare: $(BUILD)/bin/xhloc $(BUILD)/bin/xhlo-run
 	@scripts/gpu-check.sh --prepare $(BUILD)/gpu-check
 
 asan: | deps

@@ -3,7 +3,8 @@
 # runs on the host platform (kernel, copy, memset, while, layouts, tuples),
 # --compare with the interpreter (agreeing and disagreeing), the embedded
 # original HLO on --platform=interpreter, --describe, --iterations (with
-# --device-resident),
+# --device-resident, and --back-to-back: N more runs queued, one
+# synchronization, on the host and the CUDA platform),
 # --profile (the table: columns, order, shares, calls with --iterations and
 # while loops, bytes) and --trace (the Chrome trace JSON read back: an event
 # per thunk execution, durations, order, runs), --help; and the refusals: missing, corrupted and truncated
@@ -229,6 +230,12 @@ expect "describe gpu without gpu" 0 "sm_90" -- "$run" "$tmp/gadd.thunks" --descr
 expect "iterations" 0 "5 runs: min" -- "$run" "$A" "${in2[@]}" --iterations=5 --quiet
 expect "device-resident" 0 "5 runs: min" -- "$run" "$A" "${in2[@]}" --iterations=5 --device-resident \
   "--expected-output=4xf32=11 22 33 44.5" --quiet
+expect "back-to-back" 0 "back-to-back: 5 runs queued, one synchronization: " -- "$run" "$A" \
+  "${in2[@]}" --iterations=5 --device-resident --back-to-back \
+  "--expected-output=4xf32=11 22 33 44.5" --quiet
+expect "back-to-back, a while loop" 0 "back-to-back: 3 runs queued" -- "$run" \
+  "$tmp/loopcb.thunks" --input=7 --expected-output=s32=7 --iterations=3 --device-resident \
+  --back-to-back --quiet
 # command buffers (memset; cond kernel; body kernel and copy): the host runs
 # their thunks in order, with or without --command-buffers
 for n in 7:7 -3:0; do
@@ -294,7 +301,8 @@ echo old >"$tmp/tr/t.json"
 expect "trace failed run" 1 "" -- "$run" "$A" "--input=4xf32=1 2 3 4" "--trace=$tmp/tr/t.json"
 if [ "$(cat "$tmp/tr/t.json")" = old ] && [ "$(ls -A "$tmp/tr")" = t.json ]; then ok; else
   bad "a failed run changed the trace file or left a temporary: $(ls -A "$tmp/tr")"; fi
-for w in --compare --iterations --device-resident --profile --trace --describe host cuda interpreter 1e-3; do
+for w in --compare --iterations --device-resident --back-to-back --profile --trace --describe \
+  host cuda interpreter 1e-3; do
   expect "help $w" 0 "$w" -- "$run" --help
 done
 
@@ -363,6 +371,14 @@ gpu_cases() {
       expect "$l loop-cb n=${n%:*} $cbf" 0 "" -- "$run" "$tmp/gloopcb.thunks" \
         "--input=${n%:*}" "--expected-output=s32=${n#*:}" --command-buffers=$cbf --quiet
     done
+  done
+  expect "$l back-to-back" 0 "back-to-back: 4 runs queued, one synchronization: " -- "$run" \
+    "$tmp/gadd.thunks" "${in2[@]}" "--expected-output=4xf32=11 22 33 44.5" --iterations=4 \
+    --device-resident --back-to-back --quiet
+  for cbf in on off; do
+    expect "$l back-to-back loop-cb $cbf" 0 "back-to-back: 3 runs queued" -- "$run" \
+      "$tmp/gloopcb.thunks" --input=5 --expected-output=s32=5 --command-buffers=$cbf \
+      --iterations=3 --device-resident --back-to-back --quiet
   done
   expect "$l profile" 0 "thunk profile: 3 runs on cuda (CUDA events)" -- \
     "$run" "$tmp/gloop.thunks" --input=4 --iterations=3 --profile --quiet
@@ -667,6 +683,15 @@ expect "iterations zero" 2 "--iterations" -- "$run" "$A" --random-inputs --itera
 expect "iterations junk" 2 "--iterations" -- "$run" "$A" --random-inputs --iterations=x
 expect "compare on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --compare
 expect "device-resident on hlo" 2 "compiled artifacts" -- "$run" "$tmp/k.hlo" --device-resident
+expect "back-to-back alone" 2 \
+  "--back-to-back needs --iterations=N (N above 1) and --device-resident" \
+  -- "$run" "$A" --random-inputs --back-to-back
+expect "back-to-back, one iteration" 2 "--back-to-back needs" -- "$run" "$A" --random-inputs \
+  --iterations=1 --device-resident --back-to-back
+expect "back-to-back with profile" 2 "--back-to-back and --profile exclude each other" -- \
+  "$run" "$A" --random-inputs --iterations=3 --device-resident --back-to-back --profile
+expect "back-to-back with sync-each-thunk" 2 "--back-to-back and --sync-each-thunk" -- \
+  "$run" "$A" --random-inputs --iterations=3 --device-resident --back-to-back --sync-each-thunk
 expect "host on hlo" 2 "xhloc -o PREFIX" -- "$run" "$tmp/k.hlo" --platform=host
 expect "profile on interpreter" 2 "--platform=host or cuda" -- \
   "$run" "$A" --platform=interpreter --profile --random-inputs

@@ -6,6 +6,7 @@
  *   xhlo-run MODULE.hlo  [--platform=interpreter] INPUTS [OUTPUTS]
  *   xhlo-run PREFIX.thunks [--platform=host|cuda|interpreter] INPUTS
  *            [OUTPUTS] [--compare] [--iterations=N] [--device-resident]
+ *            [--back-to-back]
  *            [--profile]
  *            [--trace=FILE.json] [--describe] [--command-buffers=on|off]
  *            [--tf32=on|off] [--streams=N] [--sync-each-thunk]
@@ -95,6 +96,14 @@ static const char usage_text[] =
   "                         leave their results there, as XLA's benchmarks run\n"
   "                         (a parameter that input_output_alias lets a result\n"
   "                         overwrite is still copied in at every run)\n"
+  "  --back-to-back         (.thunks) with --iterations=N (N above 1) and\n"
+  "                         --device-resident: after the timed runs, N more\n"
+  "                         runs queued one after another with no\n"
+  "                         synchronization between them and one at the end;\n"
+  "                         prints their wall time on the monotonic clock,\n"
+  "                         from queueing the first to the end of that\n"
+  "                         synchronization, and that time / N (what XLA's\n"
+  "                         benchmarks time: N executions queued, one wait)\n"
   "  --profile              (.thunks) also time every thunk (nested ones too;\n"
   "                         CUDA events on a GPU, the monotonic clock on the\n"
   "                         host) and print a table, one line per thunk sorted\n"
@@ -185,6 +194,7 @@ enum {
   OPT_ATOL, OPT_RTOL, OPT_MEM, OPT_TIME, OPT_QUIET, OPT_HELP, OPT_VERSION,
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
   OPT_COMMAND_BUFFERS, OPT_TF32, OPT_STREAMS, OPT_SYNC_EACH, OPT_DEVICE_RESIDENT,
+  OPT_BACK_TO_BACK,
   OPT_TRACE, OPT_REDUCTION_ORDER, OPT_SORT_ORDER,
 };
 
@@ -213,6 +223,7 @@ static const struct option long_opts[] = {
   {"streams", required_argument, 0, OPT_STREAMS},
   {"sync-each-thunk", no_argument, 0, OPT_SYNC_EACH},
   {"device-resident", no_argument, 0, OPT_DEVICE_RESIDENT},
+  {"back-to-back", no_argument, 0, OPT_BACK_TO_BACK},
   {"reduction-order", required_argument, 0, OPT_REDUCTION_ORDER},
   {"sort-order", required_argument, 0, OPT_SORT_ORDER},
   {"help", no_argument, 0, OPT_HELP},
@@ -341,6 +352,7 @@ int main(int argc, char **argv) {
       break;
     case OPT_SYNC_EACH: ro.sync_each_thunk = true; break;
     case OPT_DEVICE_RESIDENT: ro.device_resident = true; break;
+    case OPT_BACK_TO_BACK: ro.back_to_back = true; break;
     case OPT_HELP: fputs(usage_text, stdout); return 0;
     case OPT_VERSION: printf("xhlo-run %s\n", XHLOC_VERSION); return 0;
     default:
@@ -348,6 +360,11 @@ int main(int argc, char **argv) {
       usage_error("unknown option '%s'", argv[optind - 1]);
     }
   }
+  if (ro.back_to_back && (ro.iterations < 2 || !ro.device_resident))
+    usage_error("%s", "--back-to-back needs --iterations=N (N above 1) and --device-resident");
+  if (ro.back_to_back && (ro.profile || ro.trace || ro.sync_each_thunk))
+    usage_error("--back-to-back and %s exclude each other (they synchronize every thunk)",
+                ro.profile ? "--profile" : ro.trace ? "--trace" : "--sync-each-thunk");
   if (atol_given) ro.cmp_atol = ro.atol;
   if (rtol_given) ro.cmp_rtol = ro.rtol;
   ro.cmp_tol_given = atol_given || rtol_given;

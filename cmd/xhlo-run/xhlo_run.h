@@ -46,6 +46,7 @@ typedef struct RunOpts {
   int streams;                    /* --streams=N; 0: the platform's default */
   bool sync_each_thunk;           /* --sync-each-thunk */
   bool device_resident;           /* --device-resident */
+  bool back_to_back;              /* --back-to-back */
   /* an MPI launcher started this process (xchg_launched): one device per
    * process, device mpi_rank of mpi_size */
   bool mpi;

@@ -115,6 +115,7 @@ struct Executor {
   ThunkProfile *prof;
   bool no_cmdbufs;                /* executor_set_command_buffers(false) */
   bool keep_inputs;               /* executor_set_keep_inputs */
+  bool defer_sync;                /* executor_set_defer_sync */
   const Literal **resident;       /* keep_inputs: per parameter leaf, the
                                      literal its buffer holds (NULL: none) */
   int ncbs;
@@ -812,6 +813,10 @@ void executor_set_command_buffers(Executor *e, bool on) {
   e->no_cmdbufs = !on;
 }
 
+void executor_set_defer_sync(Executor *e, bool on) {
+  e->defer_sync = on;
+}
+
 void executor_set_keep_inputs(Executor *e, bool on) {
   e->keep_inputs = on;
   if (!e->resident)
@@ -977,6 +982,10 @@ static bool synced(Executor *e, bool ok, const char *where, Diag *d) {
   e->npending = 0;
   e->pending_first = e->pending_last = NULL;
   return ok;
+}
+
+bool executor_synchronize(Executor *e, Diag *d) {
+  return synced(e, e->p->synchronize(e->p, d), "the synchronization after the queued runs", d);
 }
 
 static bool thunk_err(const ExecThunk *x, Diag *d) {
@@ -1356,7 +1365,7 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
       tp->ms[tp->nsamples++] = 0;
     }
   }
-  e->npending = 0;
+  if (!e->defer_sync) e->npending = 0;   /* deferred: the runs queued since the last sync */
   if (!upload_inputs(e, inputs, d))
     return false;
   struct timespec t0, t1;
@@ -1383,6 +1392,11 @@ bool executor_run(Executor *e, Literal *const *inputs, Arena *out,
   }
   if (e->staged && result && !queue_outputs(e, d))
     return synced(e, false, "queueing the copies of the outputs", d);
+  if (e->defer_sync && !result && !e->profile && !e->sync_each) {
+    /* queued behind the runs before it; executor_synchronize waits for all */
+    e->last_exec_ms = 0;
+    return true;
+  }
   if (!synced(e, p->synchronize(p, d), "the synchronization after the last thunk", d))
     return false;
   clock_gettime(CLOCK_MONOTONIC, &t1);

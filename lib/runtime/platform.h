@@ -233,6 +233,16 @@ void executor_set_command_buffers(Executor *e, bool on);
  * while this is on.  Turning it on or off forgets what was copied in. */
 void executor_set_keep_inputs(Executor *e, bool on);
 
+/* Benchmarking (xhlo-run --back-to-back): on, a run that leaves its results
+ * on the device (executor_run with result NULL) returns once its work is
+ * queued, without synchronizing (not with profiling or sync-each-thunk on);
+ * its executor_last_exec_ms is 0.  Runs queued so are on one stream, each
+ * after the one before; executor_synchronize waits for all of them (a fault
+ * is reported there, naming the thunks queued since the last
+ * synchronization). */
+void executor_set_defer_sync(Executor *e, bool on);
+bool executor_synchronize(Executor *e, Diag *d);
+
 /* Moves the buffer pool to new device memory (contents copied, the old
  * memory freed), as a caller that hands the executor other buffers would:
  * the next run sees new addresses everywhere, so every recorded command
