@@ -14,11 +14,12 @@
  *     operand that dies there (its group's last use is that instruction)
  *     when the instruction can write its result over that operand:
  *       - an elementwise op (not a copy: copy-insertion's copies exist to
- *         give a value a buffer of its own) or a loop fusion that reads the
- *         operand only at the index it writes (the operand's parameter
- *         reaches the root through elementwise ops and the updated operand
- *         of dynamic-update-slices alone), of the same dimensions, layout
- *         and element width as the result;
+ *         give a value a buffer of its own) of the same dimensions, layout
+ *         and element width as the result, or a loop fusion that reads the
+ *         operand only at the element it writes (the operand's parameter
+ *         reaches the root through elementwise ops, reshapes and bitcasts
+ *         that keep the elements in the same physical order, and the
+ *         updated operand of dynamic-update-slices alone);
  *       - a dynamic-update-slice, its updated operand;
  *       - a scatter of one operand (alone, or the root of a fusion that
  *         reads that operand's parameter nowhere else), that operand.
@@ -97,6 +98,21 @@ static bool same_layout(const Shape *a, const Shape *b) {
   return layout_equal(a->layout, b->layout);
 }
 
+/* Whether a and b hold their elements in the same physical order: the
+ * same dimensions and layout, or the same number of elements in the
+ * default (row-major) layout, as a reshape that is a bitcast keeps them. */
+static bool same_order(const Shape *a, const Shape *b) {
+  if (same_layout(a, b))
+    return true;
+  if (!shape_is_array(a) || !shape_is_array(b) ||
+      et_bits(a->et) != et_bits(b->et) || shape_is_dynamic(a) ||
+      shape_is_dynamic(b) || shape_elements(a) != shape_elements(b) ||
+      shape_elements(a) < 0)
+    return false;
+  return layout_is_default(a->layout, a->rank) &&
+         layout_is_default(b->layout, b->rank);
+}
+
 /* The ops of a fusion that the loop and transpose kernels compute, each
  * output element by one thread that reads what it needs and then writes
  * it; a fusion with any other op (a reduce, dot, scatter, sort, library
@@ -144,10 +160,12 @@ static bool reads_in_place(const HloComp *c, const HloInstr *p) {
     if (!d)
       continue;
     vec_push(&dep, (void *)i);
-    if (!same_layout(i->shape, p->shape))
+    if (!same_order(i->shape, p->shape))
       ok = false;
     else if (i->op == HLO_DYNAMIC_UPDATE_SLICE)
-      ok = first_only;
+      ok = first_only && same_layout(i->shape, i->ops[0]->shape);
+    else if (i->op == HLO_RESHAPE || i->op == HLO_BITCAST)
+      ok = true;              /* the same elements in the same order */
     else
       ok = hlo_op_is_elementwise(i->op);
   }
@@ -173,12 +191,13 @@ static bool scatters_in_place(const HloComp *c, const HloInstr *p) {
 /* Whether instruction i may write its (one array) result over operand k. */
 static bool can_overwrite(const HloInstr *i, int k) {
   if (!shape_is_array(i->shape) || k < 0 || k >= i->nops ||
-      !same_layout(i->ops[k]->shape, i->shape))
+      !same_order(i->ops[k]->shape, i->shape))
     return false;
+  bool same = same_layout(i->ops[k]->shape, i->shape);
   if (i->op == HLO_DYNAMIC_UPDATE_SLICE)
-    return k == 0;
+    return k == 0 && same;
   if (i->op == HLO_SCATTER)
-    return k == 0 && i->nops == 3;
+    return k == 0 && i->nops == 3 && same;
   if (i->op == HLO_FUSION) {
     if (i->ncalled < 1 || !i->called[0])
       return false;
@@ -187,7 +206,7 @@ static bool can_overwrite(const HloInstr *i, int k) {
       return false;
     return scatters_in_place(c, c->params[k]) || reads_in_place(c, c->params[k]);
   }
-  return hlo_op_is_elementwise(i->op) && i->op != HLO_COPY;
+  return same && hlo_op_is_elementwise(i->op) && i->op != HLO_COPY;
 }
 
 /* Whether instruction i, which reads value u, may write value m over it:

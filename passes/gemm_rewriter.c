@@ -46,7 +46,7 @@
 /* cuBLASLt's workspace: at most 4 MiB (XLA's default).  Workspace is what
  * split-K reductions use (splitting K in parts of 512 or more, 16 at most:
  * that many f32 copies of the result); a product with a short K is not
- * split and gets 64 KiB of scratch.  The heuristic then picks among the
+ * split and gets scratch of its result's size in f32, 64 KiB at most.  The heuristic then picks among the
  * algorithms that fit, so small GEMMs do not each reserve 4 MiB.  Buffer
  * assignment shares the workspaces of calls that do not run at once. */
 #define GPU_WORKSPACE (4 << 20)
@@ -62,8 +62,10 @@ static int64_t gpu_workspace(const Shape *result, const Shape *lhs,
     k *= lhs->dims[x];
   }
   int64_t splits = k / 512 < 16 ? k / 512 : 16;
-  if (splits <= 1)
-    return GPU_SCRATCH;
+  if (splits <= 1) {
+    int64_t bytes = n < 0 ? GPU_SCRATCH : (n * 4 + 255) / 256 * 256;
+    return bytes < GPU_SCRATCH ? bytes : GPU_SCRATCH;
+  }
   if (n < 0 || n > GPU_WORKSPACE / 4 / splits)
     return GPU_WORKSPACE;
   int64_t ws = (n * 4 * splits + 255) / 256 * 256;
