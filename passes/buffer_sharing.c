@@ -166,7 +166,7 @@ static bool can_overwrite(const HloInstr *i, int k) {
       return false;
     return reads_in_place(c, c->params[k]);
   }
-  return hlo_op_is_elementwise(i->op) && i->op != HLO_COPY;
+  return hlo_instr_is_elementwise(i) && i->op != HLO_COPY;
 }
 
 /* Whether instruction i, which reads value u, may write value m over it:

@@ -196,6 +196,13 @@ int hlo_op_from_name(const char *s, size_t n);
 bool hlo_op_is_elementwise_unary(HloOp op);
 bool hlo_op_is_elementwise_binary(HloOp op);
 bool hlo_op_is_elementwise(HloOp op);             /* incl. select, clamp, convert... */
+/* XLA's bit width for bitcast-convert (primitive_util::BitWidth): pred
+ * counts 8, every other type its own width. */
+int hlo_bitcast_bits(ElemType et);
+/* NULL when a bitcast-convert between from and to is computed (same
+ * width, or real types of different widths: the narrow elements are the
+ * wide one's bits, least significant first); else what is not. */
+const char *hlo_bitcast_convert_unsupported(ElemType from, ElemType to);
 
 /*
  * Typed attributes
@@ -343,6 +350,11 @@ typedef struct AliasEntry {
 
 typedef struct Computation HloComp;
 typedef struct Instruction HloInstr;
+/* A bitcast-convert between element types of different widths, which
+ * adds or drops a minor dimension: elementwise in no sense. */
+bool hlo_bitcast_convert_resizes(const HloInstr *i);
+/* hlo_op_is_elementwise, less such a bitcast-convert. */
+bool hlo_instr_is_elementwise(const HloInstr *i);
 typedef struct Module HloModule;
 
 /* Attributes only some opcodes carry; allocated on demand (NULL: none). */
