@@ -551,6 +551,22 @@ HloComp *hlo_module_find_comp(const HloModule *m, const char *name);
 HloInstr *hlo_comp_find_instr(const HloComp *c, const char *name);
 
 /*
+ * device_counts.c: how many devices a module runs on
+ *
+ * Sets m's replica_count and num_partitions from --num-replicas and
+ * --num-partitions (> 0: given; each must agree with the header where it
+ * has the count), and, when neither the header nor the flag gives
+ * num_partitions, from the devices the module names (what
+ * jax.jit(...).lower(...).as_text() leaves out): the largest Shardy mesh
+ * (the product of its axis sizes), else the devices its tiled shardings
+ * list when they all list the same number.  A count so taken (or not
+ * taken) is described in note, for stderr; nothing is appended otherwise.
+ * False with an error at the module's header on a conflict.
+ */
+bool hlo_set_device_counts(HloModule *m, int64_t replicas, int64_t partitions,
+                           StrBuf *note, Diag *d);
+
+/*
  * parse.c: the HLO text parser
  *
  * Parses every module in src (modules separated by "// -----", or one module
