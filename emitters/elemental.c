@@ -487,6 +487,61 @@ static LLVMValueRef emit_elementwise(CgElemental *e, const HloInstr *x,
   return cg_emit_elementwise(e->cg, x, ops, e->d);
 }
 
+/* A bitcast-convert between real types of different widths (XLA's
+ * BitcastDtypesExpander, in registers): to a wider type, the operand's
+ * `ratio` elements along its minor dimension, least significant first,
+ * or'ed into one integer; to a narrower one, the operand element shifted
+ * right by the minor index times the narrow width and truncated. */
+static LLVMValueRef emit_bitcast_convert_widths(CgElemental *e, const HloInstr *x,
+                                                LLVMValueRef const *idx) {
+  Codegen *cg = e->cg;
+  LLVMBuilderRef b = cg->b;
+  const HloInstr *o = x->ops[0];
+  ElemType from = o->shape->et, to = x->shape->et;
+  const char *why = hlo_bitcast_convert_unsupported(from, to);
+  if (why) {
+    diag_error(e->d, x->loc, "codegen: bitcast-convert between %s (%s to %s) "
+               "is not supported", why, et_name(from), et_name(to));
+    return NULL;
+  }
+  if (!cg_et_supported(from) || o->shape->rank > 64)
+    return fail(e, x, "unsupported operand of");
+  int fb = et_bits(from), tb = et_bits(to);
+  LLVMTypeRef fi = LLVMIntTypeInContext(cg->ctx, (unsigned)fb);
+  LLVMTypeRef ti = LLVMIntTypeInContext(cg->ctx, (unsigned)tb);
+  int rank = x->shape->rank;
+  LLVMValueRef oi[65];
+  if (fb < tb) {
+    int ratio = tb / fb;
+    if (o->shape->rank != rank + 1 || o->shape->dims[rank] != ratio)
+      return fail(e, x, "malformed");
+    memcpy(oi, idx, (size_t)rank * sizeof *oi);
+    LLVMValueRef w = NULL;
+    for (int k = 0; k < ratio; k++) {
+      oi[rank] = cg_const_i64(cg, k);
+      LLVMValueRef v = emit(e, o, oi);
+      if (!v)
+        return NULL;
+      v = LLVMBuildZExt(b, LLVMBuildBitCast(b, v, fi, ""), ti, "");
+      if (k)
+        v = LLVMBuildShl(b, v, LLVMConstInt(ti, (unsigned long long)k * (unsigned)fb, false), "");
+      w = w ? LLVMBuildOr(b, w, v, "") : v;
+    }
+    return LLVMBuildBitCast(b, w, cg_reg_type(cg, to), "");
+  }
+  if (rank != o->shape->rank + 1 || rank < 1 || x->shape->dims[rank - 1] != fb / tb)
+    return fail(e, x, "malformed");
+  LLVMValueRef v = emit(e, o, rank > 1 ? idx : NULL);
+  if (!v)
+    return NULL;
+  v = LLVMBuildBitCast(b, v, fi, "");
+  LLVMValueRef sh = LLVMBuildMul(b, idx[rank - 1], cg_const_i64(cg, tb), "");
+  if (fb < 64) /* the shift is below fb: it fits */
+    sh = LLVMBuildTrunc(b, sh, fi, "");
+  v = LLVMBuildTrunc(b, LLVMBuildLShr(b, v, sh, ""), ti, "");
+  return LLVMBuildBitCast(b, v, cg_reg_type(cg, to), "");
+}
+
 static LLVMValueRef emit_map(CgElemental *e, const HloInstr *x,
                              LLVMValueRef const *idx) {
   if (x->ncalled != 1 || x->nops > 16)
@@ -692,6 +747,10 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
     return emit_selected(e, x, idx);
   case HLO_SELECT_AND_SCATTER:
     return cg_elemental_select_and_scatter(e, cg, e->d, x, idx);
+  case HLO_BITCAST_CONVERT:
+    if (hlo_bitcast_convert_resizes(x))
+      return emit_bitcast_convert_widths(e, x, idx);
+    return emit_elementwise(e, x, idx);
   case HLO_STOCHASTIC_CONVERT: {
     if (x->nops != 2)
       return fail(e, x, "malformed");

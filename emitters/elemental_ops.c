@@ -249,10 +249,17 @@ LLVMValueRef cg_emit_elementwise(Codegen *cg, const HloInstr *i,
       return unsupported(i, et, d);
     return cg_emit_reduce_precision(cg, et, ops[0], (int)i->exponent_bits,
                                     (int)i->mantissa_bits);
-  case HLO_BITCAST_CONVERT:
-    if (et_bits(et) != et_bits(out))
+  case HLO_BITCAST_CONVERT: {
+    const char *why = hlo_bitcast_convert_unsupported(et, out);
+    if (why) {
+      diag_error(d, i->loc, "codegen: bitcast-convert between %s (%s to %s) "
+                 "is not supported", why, et_name(et), et_name(out));
+      return NULL;
+    }
+    if (et_bits(et) != et_bits(out)) /* of another width: see elemental.c */
       return unsupported(i, et, d);
     return bitcast_convert(cg, et, out, ops[0]);
+  }
   case HLO_SELECT:
     if (i->nops != 3) return unsupported(i, et, d);
     return LLVMBuildSelect(cg->b, ops[0], ops[1], ops[2], "");

@@ -167,7 +167,7 @@ static bool reads_in_place(const HloComp *c, const HloInstr *p) {
     else if (i->op == HLO_RESHAPE || i->op == HLO_BITCAST)
       ok = true;              /* the same elements in the same order */
     else
-      ok = hlo_op_is_elementwise(i->op);
+      ok = hlo_instr_is_elementwise(i);
   }
   vec_free(&dep);
   return ok;
@@ -206,7 +206,7 @@ static bool can_overwrite(const HloInstr *i, int k) {
       return false;
     return scatters_in_place(c, c->params[k]) || reads_in_place(c, c->params[k]);
   }
-  return same && hlo_op_is_elementwise(i->op) && i->op != HLO_COPY;
+  return same && hlo_instr_is_elementwise(i) && i->op != HLO_COPY;
 }
 
 /* Whether instruction i, which reads value u, may write value m over it:

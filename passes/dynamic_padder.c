@@ -470,7 +470,7 @@ static HloInstr *pad_instr(Padder *p, HloInstr *i, HloInstr *const *orig) {
   default:
     break;
   }
-  if ((hlo_op_is_elementwise(i->op) || i->op == HLO_COPY) &&
+  if ((hlo_instr_is_elementwise(i) || i->op == HLO_COPY) &&
       sizes_fit_rank(p, i, orig)) {
     *out = elementwise_sizes(p, i, orig);
     return i;

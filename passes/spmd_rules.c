@@ -136,7 +136,7 @@ static bool changed_dims(const HloInstr *i, bool *drop) {
 static bool is_elementwise(const HloInstr *i) {
   if (i->op == HLO_MAP)
     return true;
-  if (!hlo_op_is_elementwise(i->op) || i->shape->et == ET_TUPLE)
+  if (!hlo_instr_is_elementwise(i) || i->shape->et == ET_TUPLE)
     return false;
   for (int k = 0; k < i->nops; k++) {
     const Shape *s = i->ops[k]->shape;

@@ -315,5 +315,40 @@ run -w "$t/warn.hlo"
 expect "-w" 0
 [ -s "$t/err" ] && bad "-w still printed: $(head -n 2 "$t/err")" || ok
 
+# ---- device counts -----------------------------------------------------------
+# jax.jit(f).lower(...).as_text() leaves num_partitions out: it is taken
+# from the Shardy mesh (or the shardings) with a note; --num-partitions and
+# --num-replicas set it, and one that contradicts the header is an error.
+lw=testdata/spmd/tp_mlp/lowered.hlo
+run --stage=hlo "$lw"
+expect "as_text: num_partitions from the mesh" 0 \
+  "note: the header gives no num_partitions: 4, the devices of the module's Shardy mesh"
+head -n 1 "$t/out" | grep -q 'num_partitions=4' && ok || bad "as_text: the partitioned module lacks num_partitions=4"
+grep -q '^ENTRY .*_spmd' "$t/out" && ok || bad "as_text: the module was not partitioned"
+run --stage=hlo testdata/spmd/shard_map_gspmd/lowered.hlo
+expect "as_text (GSPMD): num_partitions from the shardings" 0 \
+  "note: the header gives no num_partitions: 4, the devices the module's shardings list"
+run -w --stage=hlo "$lw"
+expect "-w silences the note" 0
+[ -s "$t/err" ] && bad "-w still printed: $(head -n 1 "$t/err")" || ok
+run --stage=hlo --num-partitions=4 "$lw"
+expect "--num-partitions=4" 0
+[ -s "$t/err" ] && bad "--num-partitions=4 still printed a note" || ok
+run --stage=parsed --num-partitions=2 --num-replicas=3 "$mlp"
+expect "--num-partitions on a module of none" 0
+head -n 1 "$t/out" | grep -q 'replica_count=3, num_partitions=2' && ok ||
+  bad "--num-partitions/--num-replicas: header $(head -n 1 "$t/out" | cut -c1-120)"
+sed '1s/^HloModule \([^,]*\),/HloModule \1, replica_count=2, num_partitions=4,/' "$lw" >"$t/hdr.hlo"
+run --stage=hlo --num-partitions=2 "$t/hdr.hlo"
+expect "--num-partitions against the header" 1 \
+  "error: --num-partitions=2, but the module's header has num_partitions=4"
+run --stage=hlo --num-replicas=1 "$t/hdr.hlo"
+expect "--num-replicas against the header" 1 \
+  "error: --num-replicas=1, but the module's header has replica_count=2"
+run --stage=hlo --num-partitions=0 "$lw"
+expect "--num-partitions=0" 2 "bad --num-partitions '0' (want 1 to 4096)"
+run --stage=hlo --num-replicas=x "$lw"
+expect "--num-replicas=x" 2 "bad --num-replicas 'x'"
+
 echo "check-cli: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

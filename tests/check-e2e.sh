@@ -130,7 +130,27 @@ ENTRY e {
   ROOT d = token[] send-done(s), channel_id=1
 }
 HLO
+# bitcast-convert of pred beside a type of another width, of c64 beside
+# c128: XLA's CPU has no answer (it refuses or aborts), so neither has xhloc
+cat >"$t/bitcast_convert_pred.hlo" <<'HLO'
+HloModule m
+
+ENTRY e {
+  p = s16[4]{0} parameter(0)
+  ROOT b = pred[4,2]{1,0} bitcast-convert(p)
+}
+HLO
+cat >"$t/bitcast_convert_complex.hlo" <<'HLO'
+HloModule m
+
+ENTRY e {
+  p = c64[4,2]{1,0} parameter(0)
+  ROOT b = c128[4]{0} bitcast-convert(p)
+}
+HLO
 for target in host gpu; do
+  unsupported bitcast_convert_pred "$target" 5 "bitcast-convert between pred"
+  unsupported bitcast_convert_complex "$target" 5 "bitcast-convert between complex"
   unsupported custom_call "$target" 5 "custom-call"
   unsupported send "$target" 6 "send"
   unsupported infeed "$target" 5 "infeed"

@@ -9,7 +9,11 @@
 #       (--stage=hlo), xhlo-run runs every partition on the interpreter and
 #       puts the global results together, which must be XLA's out{K}.npy;
 #       the same compiled for the host (with --compare: every device against
-#       the interpreter on the partitioned program).
+#       the interpreter on the partitioned program);
+#   (c) where there is one, lowered.hlo, the same program as
+#       jax.jit(f).lower(...).as_text() gives it: no num_partitions in its
+#       header, which xhloc must take from the Shardy mesh (or GSPMD's
+#       shardings) with a note, then partition, run and check as in (b).
 # Each of those four runs (devices as threads of one process) runs again
 # under `mpirun -np 4` on loopback (tests/mpi.sh), one device per process,
 # the collectives through MPI: every process cuts its own device's shards
@@ -156,7 +160,7 @@ else
   bad "$mpi_missing"
 fi
 
-ncases=0
+ncases=0 nlowered=0
 for case in "$dir"/*/; do
   case=${case%/}
   name=$(basename "$case")
@@ -216,7 +220,28 @@ for case in "$dir"/*/; do
   else
     bad "$case: the global program: xhloc --target=host"
   fi
+
+  # (c) the program as JAX's as_text() gives it: no num_partitions
+  [ -f "$case/lowered.hlo" ] || continue
+  nlowered=$((nlowered + 1))
+  if "$xhloc" --stage=hlo "$case/lowered.hlo" -o "$tmp/l_$name.hlo" >"$tmp/err" 2>&1 &&
+     grep -q 'note: the header gives no num_partitions: 4' "$tmp/err" &&
+     head -n 1 "$tmp/l_$name.hlo" | grep -q 'num_partitions=4'; then
+    both "as_text() form, partitioned by xhloc, on the interpreter" "$tmp/l_$name.hlo" global
+  else
+    bad "$case: lowered.hlo: xhloc --stage=hlo (with the note, num_partitions=4)"
+  fi
+  if "$xhloc" --target=host "$case/lowered.hlo" -o "$tmp/lg_$name" >"$tmp/err" 2>&1; then
+    both "as_text() form, partitioned by xhloc, compiled for the host" "$tmp/lg_$name.thunks" \
+      global --compare
+  else
+    bad "$case: lowered.hlo: xhloc --target=host"
+  fi
 done
+if [ "$nlowered" -lt 8 ]; then
+  : >"$tmp/err"
+  bad "$dir holds $nlowered lowered.hlo (as_text) cases, fewer than the 8 expected"
+fi
 if [ "$ncases" -lt 50 ]; then
   : >"$tmp/err"
   bad "$dir holds $ncases cases, fewer than the 50 expected"
@@ -244,7 +269,7 @@ else
   bad "a wrong global input to $case: the message names the shapes"
 fi
 
-echo "check-spmd: $ncases cases, $mpi_runs runs under mpirun -np 4"
+echo "check-spmd: $ncases cases ($nlowered also as_text()), $mpi_runs runs under mpirun -np 4"
 echo "check-spmd: $passed passed, $failed failed"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

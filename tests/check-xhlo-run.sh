@@ -353,6 +353,39 @@ else
   bad "xhloc --target=host $so"
 fi
 
+# --- device counts -------------------------------------------------------------------
+# HLO text without num_partitions takes it from its Shardy mesh (with a
+# note); --num-partitions sets it; a count against the header or against
+# what an artifact was compiled for is an error.
+lw=testdata/spmd/tp_mlp/lowered.hlo
+expect "as_text: four devices from the mesh" 0 "device 3 (replica 0, partition 3)" -- \
+  "$run" "$lw" --random-inputs
+expect "as_text: the note" 0 "note: the header gives no num_partitions: 4, the devices of the module's Shardy mesh" -- \
+  "$run" "$lw" --random-inputs --quiet
+expect "--num-partitions=1" 0 "" -- "$run" "$lw" --random-inputs --quiet --num-partitions=1
+out=$("$run" "$lw" --random-inputs --num-partitions=1 2>&1)
+printf '%s' "$out" | grep -q 'device 1' && bad "--num-partitions=1 still ran several devices" || ok
+sed '1s/^HloModule \([^,]*\),/HloModule \1, num_partitions=4,/' "$lw" >"$tmp/hdr.hlo"
+expect "--num-partitions against the header" 1 "--num-partitions=2, but the module's header has num_partitions=4" -- \
+  "$run" "$tmp/hdr.hlo" --random-inputs --num-partitions=2
+expect "--num-replicas=2 on the interpreter" 0 "device 7 (replica 1, partition 3)" -- \
+  "$run" "$tmp/hdr.hlo" --random-inputs --num-replicas=2
+expect "bad --num-partitions" 2 "bad value for --num-partitions: 0 (1 to 4096)" -- \
+  "$run" "$lw" --random-inputs --num-partitions=0
+if "$xhloc" --target=host "$lw" -o "$tmp/lw" >/dev/null 2>&1; then
+  # partitioned: the devices' results put together into the global one
+  expect "artifact of as_text: four devices, one global result" 0 "f32[8,4] {" -- \
+    "$run" "$tmp/lw.thunks" --random-inputs
+  expect "artifact: --num-partitions=4" 0 "" -- "$run" "$tmp/lw.thunks" --random-inputs --quiet \
+    --num-partitions=4
+  expect "artifact: --num-partitions=2" 1 "was compiled for replica_count=1, num_partitions=4" -- \
+    "$run" "$tmp/lw.thunks" --random-inputs --num-partitions=2
+  expect "artifact: --num-replicas=2" 1 "was compiled for replica_count=1, num_partitions=4" -- \
+    "$run" "$tmp/lw.thunks" --random-inputs --num-replicas=2 --platform=interpreter
+else
+  bad "xhloc --target=host $lw"
+fi
+
 # --- usage -------------------------------------------------------------------------
 expect "help" 0 "usage: xhlo-run" -- "$run" --help
 expect "version" 0 "xhlo-run " -- "$run" --version

@@ -87,7 +87,12 @@ int run_interpreter(const RunOpts *o, const SrcFile *src) {
     goto diag_out;
   }
   HloModule *m = mods[0];
-  if (!hlo_verify(m, &d)) goto diag_out;
+  StrBuf note;
+  sb_init(&note);
+  bool counted = hlo_set_device_counts(m, o->num_replicas, o->num_partitions, &note, &d);
+  if (note.len) diag_print_at(stderr, m->loc, "note", note.s);
+  sb_free(&note);
+  if (!counted || !hlo_verify(m, &d)) goto diag_out;
   interp_prepare(o, m);
   const HloComp *entry = m->entry;
   if (!entry) {

@@ -63,6 +63,15 @@ static const char usage_text[] =
   "                         number, replica * num_partitions + partition\n"
   "                         (@x.{d}.npy; 0 for a module of one device); a\n"
   "                         SPEC without it is every device's\n"
+  "  --num-partitions=N     HLO text: run N partitions (XLA's runners'\n"
+  "                         --num_partitions) where the header gives none (a\n"
+  "                         header with another count is an error); without\n"
+  "                         it or one in the header, the devices of the\n"
+  "                         module's Shardy mesh, else of its shardings (as\n"
+  "                         jax.jit(...).lower(...).as_text() writes them),\n"
+  "                         with a note.  A .thunks file must have been\n"
+  "                         compiled for the count given\n"
+  "  --num-replicas=N       the same for replica_count (--num_replicas)\n"
   "  --random-inputs        deterministic random inputs instead (floats in\n"
   "                         [-1,1), integers small, indices in range; for a\n"
   "                         .thunks file the ranges come from its original HLO)\n"
@@ -195,7 +204,7 @@ enum {
   OPT_COMPARE, OPT_ITERATIONS, OPT_PROFILE, OPT_DESCRIBE, OPT_THREADS, OPT_LIB_PATH,
   OPT_COMMAND_BUFFERS, OPT_TF32, OPT_STREAMS, OPT_SYNC_EACH, OPT_DEVICE_RESIDENT,
   OPT_BACK_TO_BACK,
-  OPT_TRACE, OPT_REDUCTION_ORDER, OPT_SORT_ORDER,
+  OPT_TRACE, OPT_REDUCTION_ORDER, OPT_SORT_ORDER, OPT_NUM_PARTITIONS, OPT_NUM_REPLICAS,
 };
 
 static const struct option long_opts[] = {
@@ -226,6 +235,10 @@ static const struct option long_opts[] = {
   {"back-to-back", no_argument, 0, OPT_BACK_TO_BACK},
   {"reduction-order", required_argument, 0, OPT_REDUCTION_ORDER},
   {"sort-order", required_argument, 0, OPT_SORT_ORDER},
+  {"num-partitions", required_argument, 0, OPT_NUM_PARTITIONS},
+  {"num_partitions", required_argument, 0, OPT_NUM_PARTITIONS},
+  {"num-replicas", required_argument, 0, OPT_NUM_REPLICAS},
+  {"num_replicas", required_argument, 0, OPT_NUM_REPLICAS},
   {"help", no_argument, 0, OPT_HELP},
   {"version", no_argument, 0, OPT_VERSION},
   {0, 0, 0, 0},
@@ -350,6 +363,17 @@ int main(int argc, char **argv) {
         usage_error("bad value for --sort-order: %s (xla-cpu or stable)", optarg);
       ro.sort_order = strcmp(optarg, "stable") == 0 ? SORT_ORDER_STABLE : SORT_ORDER_XLA_CPU;
       break;
+    case OPT_NUM_PARTITIONS: case OPT_NUM_REPLICAS: {
+      char *e;
+      long long v = strtoll(optarg, &e, 10);
+      if (e == optarg || *e || v < 1 || v > 4096)
+        usage_error(c == OPT_NUM_PARTITIONS ? "bad value for --num-partitions: %s (1 to 4096)"
+                                            : "bad value for --num-replicas: %s (1 to 4096)",
+                    optarg);
+      if (c == OPT_NUM_PARTITIONS) ro.num_partitions = v;
+      else ro.num_replicas = v;
+      break;
+    }
     case OPT_SYNC_EACH: ro.sync_each_thunk = true; break;
     case OPT_DEVICE_RESIDENT: ro.device_resident = true; break;
     case OPT_BACK_TO_BACK: ro.back_to_back = true; break;

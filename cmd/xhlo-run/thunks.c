@@ -278,12 +278,24 @@ int run_thunks(const RunOpts *o, const char *path) {
             o->compare ? "compare with" : "interpret");
     goto out;
   }
-  if (strcmp(pname, "interpreter") == 0) {
-    status = run_interpreter(o, orig);
-    goto out;
-  }
   int64_t replicas, partitions;
   artifact_devices(a, &replicas, &partitions);
+  if ((o->num_replicas && o->num_replicas != replicas) ||
+      (o->num_partitions && o->num_partitions != partitions)) {
+    fprintf(stderr, "xhlo-run: %s was compiled for replica_count=%lld, "
+            "num_partitions=%lld; --num-replicas and --num-partitions must say "
+            "the same (compile the module again with xhloc --num-partitions=N "
+            "--num-replicas=N)\n", path, (long long)replicas, (long long)partitions);
+    goto out;
+  }
+  if (strcmp(pname, "interpreter") == 0) {
+    /* the original HLO on the artifact's devices, whatever it names */
+    one = *o;
+    one.num_replicas = replicas;
+    one.num_partitions = partitions;
+    status = run_interpreter(&one, orig);
+    goto out;
+  }
   if (replicas * partitions > 1 || (o->mpi && o->mpi_size > 1)) {
     status = run_thunks_devices(o, path, a, pname, replicas, partitions);
     goto out;

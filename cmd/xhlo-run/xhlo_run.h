@@ -51,6 +51,9 @@ typedef struct RunOpts {
    * process, device mpi_rank of mpi_size */
   bool mpi;
   int mpi_rank, mpi_size;
+  /* --num-replicas, --num-partitions (0: not given): HLO text takes them
+   * where its header has none; an artifact must have been compiled so */
+  int64_t num_replicas, num_partitions;
 } RunOpts;
 
 /*

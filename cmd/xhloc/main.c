@@ -68,6 +68,8 @@ static bool opt_input_to_output;   /* --input-to-output (stage indexing) */
 static PipelineOptions opt_pipeline; /* pass selection, dumps, timing */
 static PhaseTimes phase_times;       /* --time-passes: the compile's phases */
 static int next_module_id;         /* NNNN of module_NNNN.* dumps */
+/* --num-replicas, --num-partitions (0: not given) */
+static int64_t opt_num_replicas, opt_num_partitions;
 
 /* The separator between modules in input and output (mlir-opt style). */
 static const char module_separator[] = "// -----\n";
@@ -143,6 +145,15 @@ static const char usage_text[] =
     "                        operands (XLA's\n"
     "                        --xla_gpu_all_reduce_combine_threshold_bytes,\n"
     "                        also accepted; default 31457287); 0: none\n"
+    "      --num-partitions=N  compile for N partitions (XLA's runners'\n"
+    "                        --num_partitions): a module whose header has\n"
+    "                        none takes N (one whose header has another is\n"
+    "                        an error).  Without it and without one in the\n"
+    "                        header (jax.jit(...).lower(...).as_text() writes\n"
+    "                        none), the count is the devices of the module's\n"
+    "                        Shardy mesh, else of its shardings, with a note\n"
+    "      --num-replicas=N  compile for N replicas (--num_replicas), the\n"
+    "                        same way against the header's replica_count\n"
     "      --list-stages     print the supported stages, one per line\n"
     "      --split-input-file  accepted for hlo-opt compatibility: input is\n"
     "                        always split on '// -----' lines\n"
@@ -240,6 +251,8 @@ enum {
   OPT_MEMORY_LIMIT,
   OPT_COMMAND_BUFFER,
   OPT_COMMAND_BUFFER_MIN_SIZE, OPT_AR_COMBINE,
+  OPT_NUM_PARTITIONS,
+  OPT_NUM_REPLICAS,
 };
 
 static const struct option long_options[] = {
@@ -274,6 +287,10 @@ static const struct option long_options[] = {
     {"all-reduce-combine-threshold", required_argument, NULL, OPT_AR_COMBINE},
     {"xla_gpu_all_reduce_combine_threshold_bytes", required_argument, NULL,
      OPT_AR_COMBINE},
+    {"num-partitions", required_argument, NULL, OPT_NUM_PARTITIONS},
+    {"num_partitions", required_argument, NULL, OPT_NUM_PARTITIONS},
+    {"num-replicas", required_argument, NULL, OPT_NUM_REPLICAS},
+    {"num_replicas", required_argument, NULL, OPT_NUM_REPLICAS},
     {NULL, 0, NULL, 0},
 };
 
@@ -346,6 +363,16 @@ static void set_host_math(const char *mode) {
     opt_backend.exact_host_math = true;
   else
     usage_error("unknown --host-math '%s' (supported: fast, exact)", mode);
+}
+
+/* --num-partitions, --num-replicas: a count of devices, 1 to 4096 (the
+ * interpreter's limit). */
+static int64_t parse_count(const char *opt, const char *s) {
+  char *end;
+  long long v = strtoll(s, &end, 10);
+  if (end == s || *end || v < 1 || v > 4096)
+    usage_error("bad --%s '%s' (want 1 to 4096)", opt, s);
+  return v;
 }
 
 /* Parses the options; returns the index of the first FILE in argv. */
@@ -428,6 +455,12 @@ static int parse_options(int argc, char **argv) {
       opt_pipeline.all_reduce_combine_threshold = v ? v : -1;
       break;
     }
+    case OPT_NUM_PARTITIONS:
+      opt_num_partitions = parse_count("num-partitions", optarg);
+      break;
+    case OPT_NUM_REPLICAS:
+      opt_num_replicas = parse_count("num-replicas", optarg);
+      break;
     case ':': usage_error("option '%s' needs an argument", argv[optind - 1]);
     case '?':
     default:
@@ -510,6 +543,15 @@ static bool compile_file(const char *path, Output *out, bool *wrote, Diag *d) {
   HloModule **mods = NULL;
   int n = hlo_parse(src, &popts, &mods, d);
   bool ok = n > 0;
+  for (int i = 0; ok && i < n; i++) {
+    StrBuf note;
+    sb_init(&note);
+    ok = hlo_set_device_counts(mods[i], opt_num_replicas, opt_num_partitions,
+                               &note, d);
+    if (note.len && d->warn_out)
+      diag_print_at(d->warn_out, mods[i]->loc, "note", note.s);
+    sb_free(&note);
+  }
   for (int i = 0; ok && i < n; i++)
     ok = hlo_verify(mods[i], d);
   t0 = phase_since(times, "read, parse and verify", t0);

@@ -280,6 +280,26 @@ static const IndexingMap *bitcast_convert_out_to_in(AffCtx *c,
   return imap_undefined(c);
 }
 
+/* An operand element to the result elements of its bits: the same one,
+ * the range of narrower ones along the new minor dimension, or the wider
+ * one its minor dimension is part of. */
+static const IndexingMap *bitcast_convert_in_to_out(AffCtx *c, const Shape *is,
+                                                    const Shape *os) {
+  int ri = is->rank, ro = os->rank;
+  if (ri == ro)
+    return imap_identity(c, ri, is->dims);
+  const AffExpr **r = exprs_new(c, ro);
+  for (int k = 0; k < ro && k < ri; k++)
+    r[k] = aff_dim(c, k);
+  if (ro == ri + 1) {
+    r[ri] = aff_sym(c, 0);
+    return imap_from_sizes(c, ri, is->dims, 1, &os->dims[ri], ro, r);
+  }
+  if (ri == ro + 1)
+    return imap_from_sizes(c, ri, is->dims, 0, NULL, ro, r);
+  return imap_undefined(c);
+}
+
 static const IndexingMap *broadcast_out_to_in(AffCtx *c, const HloInstr *i,
                                               const Shape *os) {
   const Shape *is = i->ops[0]->shape;
@@ -1005,8 +1025,7 @@ static InstrIndexing *in_to_out_dispatch(AffCtx *c, const HloInstr *i,
           m = all_elements_map(c, os);
         break;
       case HLO_BITCAST_CONVERT:
-        m = is->rank == os->rank ? imap_identity(c, is->rank, is->dims)
-                                 : imap_undefined(c);
+        m = bitcast_convert_in_to_out(c, is, os);
         break;
       default:
         if (elementwise_like(i->op)) {

@@ -173,6 +173,14 @@ EvalValue *eval_custom_call(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     if (r) ev_set_s64(i->shape->et, r->data, (int64_t)ev->o.rng_seed);
     return r;
   }
+  if (is_passthrough(t)) {
+    /* a shard_map's markers take a global program's values to the
+     * shards its body computes on, which only partitioning makes */
+    ev_fail(ev, i, EVAL_ERR_UNSUPPORTED, "custom-call %s changes its operands' "
+            "shapes: the shard_map of a global program, which runs once "
+            "partitioned (xhloc --stage=hlo, or an artifact of xhloc)", t);
+    return NULL;
+  }
   char what[128];
   snprintf(what, sizeof what, "custom-call:%s", t);
   ev_unsupported(ev, i, what);

@@ -747,25 +747,25 @@ bool ev_elementwise(Eval *ev, const HloInstr *i, int nargs, const EwArg *args,
       ev_convert_elems(args[0].et, args[0].p, out_et, out, n);
     }
     return true;
-  case HLO_BITCAST_CONVERT:
-    if (et_bytes(args[0].et) != et_bytes(out_et))
+  case HLO_BITCAST_CONVERT: {
+    /* the same width (eval_elementwise takes the others): the bits */
+    const char *why = hlo_bitcast_convert_unsupported(args[0].et, out_et);
+    if (why)
+      return ev_fail(ev, i, EVAL_ERR_UNSUPPORTED,
+                     "not supported between %s (%s to %s)", why,
+                     et_name(args[0].et), et_name(out_et));
+    if (et_bytes(args[0].et) != et_bytes(out_et) ||
+        hlo_bitcast_bits(args[0].et) != hlo_bitcast_bits(out_et))
       return ev_fail(ev, i, EVAL_ERR_INVALID,
                      "bitcast-convert between widths needs array operands");
-    if (et_bits(args[0].et) != et_bits(out_et) && et_bytes(out_et) == 1) {
-      /* s4 <-> u4 and the like: keep the low bits, re-extend */
-      for (int64_t k = 0; k < n; k++)
-        ev_set_s64(out_et, out + k, (int64_t)args[0].p[args[0].scalar ? 0 : k]);
-      return true;
-    }
+    int ob = et_bytes(out_et);
     for (int64_t k = 0; k < n; k++)
-      memcpy(out + k * et_bytes(out_et),
-             args[0].p + (args[0].scalar ? 0 : k * et_bytes(out_et)),
-             (size_t)et_bytes(out_et));
-    if (out_et == ET_PRED)
-      for (int64_t k = 0; k < n; k++) out[k] = out[k] != 0;
-    else if (et_bytes(out_et) == 1 && et_class(out_et) != ETC_FLOAT)
-      for (int64_t k = 0; k < n; k++) ev_set_s64(out_et, out + k, out[k]);
+      memcpy(out + k * ob, args[0].p + (args[0].scalar ? 0 : k * ob), (size_t)ob);
+    if (et_bits(out_et) < 8) /* s4 <-> u4 <-> f4e2m1fn: the low bits */
+      for (int64_t k = 0; k < n; k++)
+        out[k] &= (uint8_t)((1u << et_bits(out_et)) - 1);
     return true;
+  }
   case HLO_SELECT:
     return do_select(ev, i, args, out_et, out, n);
   case HLO_CLAMP:
@@ -789,25 +789,63 @@ bool ev_elementwise(Eval *ev, const HloInstr *i, int nargs, const EwArg *args,
 /*
  * Array-level handler
  */
+/* A sub-element's bits: the element's raw bytes (sub-byte types hold
+ * their bits at the bottom of a byte), masked to its width. */
+static uint64_t elem_bits(ElemType et, const uint8_t *p) {
+  uint64_t v = 0;
+  memcpy(&v, p, (size_t)et_bytes(et));
+  int b = et_bits(et);
+  return b >= 64 ? v : v & (((uint64_t)1 << b) - 1);
+}
+
+static void put_elem_bits(ElemType et, uint8_t *p, uint64_t v) {
+  memcpy(p, &v, (size_t)et_bytes(et)); /* little-endian: the low bytes */
+}
+
+/* Bitcast-convert between real types of different widths, as XLA's
+ * BitcastDtypesExpander computes it: the narrow elements along the minor
+ * dimension are the wide element's bits, least significant first (s4[8,2]
+ * to s8[8]: element [i,0] is the low nibble of byte i). */
 static EvalValue *bitcast_convert_widths(Eval *ev, const HloInstr *i,
                                          EvalValue *a) {
   const Shape *in = i->ops[0]->shape, *out = i->shape;
-  int ib = et_bytes(in->et), ob = et_bytes(out->et);
-  if (et_bits(in->et) % 8 || et_bits(out->et) % 8)
-    return ev_fail(ev, i, EVAL_ERR_INVALID, "bitcast-convert of sub-byte types"), NULL;
-  EvalValue *r = ev_array_nozero(ev, out);
-  if (!r) return NULL;
-  if (r->nbytes != a->nbytes) {
-    ev_unref(ev, r);
-    ev_fail(ev, i, EVAL_ERR_INVALID, "bitcast-convert changes the byte size (%s to %s)",
-            et_name(in->et), et_name(out->et));
+  const char *why = hlo_bitcast_convert_unsupported(in->et, out->et);
+  if (why) {
+    ev_fail(ev, i, EVAL_ERR_UNSUPPORTED, "not supported between %s (%s to %s)",
+            why, et_name(in->et), et_name(out->et));
     return NULL;
   }
-  (void)ib;
-  (void)ob;
-  /* Little-endian: the minor dimension of the wider side holds the
-   * narrower elements in order, which is the plain byte order. */
-  memcpy(r->data, a->data, (size_t)r->nbytes);
+  int ib = et_bits(in->et), obits = et_bits(out->et);
+  bool widen = ib < obits;
+  int nb = widen ? ib : obits;
+  int64_t ratio = widen ? obits / ib : ib / obits;
+  int64_t nin = ev_elems(in), nout = ev_elems(out);
+  if (ratio < 2 || (widen ? nin != nout * ratio : nout != nin * ratio)) {
+    ev_fail(ev, i, EVAL_ERR_INVALID, "bitcast-convert of %lld elements of %s "
+            "gives %lld of %s", (long long)nin, et_name(in->et),
+            (long long)nout, et_name(out->et));
+    return NULL;
+  }
+  EvalValue *r = ev_array_nozero(ev, out);
+  if (!r) return NULL;
+  int isz = et_bytes(in->et), osz = et_bytes(out->et);
+  const uint8_t *src = a->data;
+  uint8_t *dst = r->data;
+  if (widen) {
+    for (int64_t o = 0; o < nout; o++) {
+      uint64_t w = 0;
+      for (int64_t k = 0; k < ratio; k++)
+        w |= elem_bits(in->et, src + (o * ratio + k) * isz) << (k * nb);
+      put_elem_bits(out->et, dst + o * osz, w);
+    }
+  } else {
+    uint64_t mask = ((uint64_t)1 << nb) - 1; /* nb < 64 */
+    for (int64_t e = 0; e < nin; e++) {
+      uint64_t w = elem_bits(in->et, src + e * isz);
+      for (int64_t k = 0; k < ratio; k++)
+        put_elem_bits(out->et, dst + (e * ratio + k) * osz, (w >> (k * nb)) & mask);
+    }
+  }
   return r;
 }
 
@@ -817,8 +855,7 @@ EvalValue *eval_elementwise(Eval *ev, const HloInstr *i, EvalValue *const *a) {
     ev_fail(ev, i, EVAL_ERR_INVALID, "elementwise op with a non-array result");
     return NULL;
   }
-  if (i->op == HLO_BITCAST_CONVERT &&
-      et_bytes(i->ops[0]->shape->et) != et_bytes(s->et))
+  if (hlo_bitcast_convert_resizes(i))
     return bitcast_convert_widths(ev, i, a[0]);
   int64_t n = ev_elems(s);
   EwArg args[3];

@@ -83,8 +83,7 @@ static bool native_ok(const HloComp *c, const HloInstr **order, int n) {
       continue;
     }
     if (!ev_is_elementwise_op(i->op) || i->nops < 1 || i->nops > 3) return false;
-    if (i->op == HLO_BITCAST_CONVERT &&
-        et_bytes(i->ops[0]->shape->et) != et_bytes(i->shape->et))
+    if (hlo_bitcast_convert_resizes(i))
       return false;
     for (int k = 0; k < i->nops; k++)
       if (!scalar_array(i->ops[k]->shape)) return false;

@@ -196,6 +196,13 @@ int hlo_op_from_name(const char *s, size_t n);
 bool hlo_op_is_elementwise_unary(HloOp op);
 bool hlo_op_is_elementwise_binary(HloOp op);
 bool hlo_op_is_elementwise(HloOp op);             /* incl. select, clamp, convert... */
+/* XLA's bit width for bitcast-convert (primitive_util::BitWidth): pred
+ * counts 8, every other type its own width. */
+int hlo_bitcast_bits(ElemType et);
+/* NULL when a bitcast-convert between from and to is computed (same
+ * width, or real types of different widths: the narrow elements are the
+ * wide one's bits, least significant first); else what is not. */
+const char *hlo_bitcast_convert_unsupported(ElemType from, ElemType to);
 
 /*
  * Typed attributes
@@ -343,6 +350,11 @@ typedef struct AliasEntry {
 
 typedef struct Computation HloComp;
 typedef struct Instruction HloInstr;
+/* A bitcast-convert between element types of different widths, which
+ * adds or drops a minor dimension: elementwise in no sense. */
+bool hlo_bitcast_convert_resizes(const HloInstr *i);
+/* hlo_op_is_elementwise, less such a bitcast-convert. */
+bool hlo_instr_is_elementwise(const HloInstr *i);
 typedef struct Module HloModule;
 
 /* Attributes only some opcodes carry; allocated on demand (NULL: none). */
@@ -537,6 +549,22 @@ HloInstr *hlo_instr_new(HloComp *c, HloOp op, Shape *shape, int nops,
 void hlo_comp_append(HloComp *c, HloInstr *i);
 HloComp *hlo_module_find_comp(const HloModule *m, const char *name);
 HloInstr *hlo_comp_find_instr(const HloComp *c, const char *name);
+
+/*
+ * device_counts.c: how many devices a module runs on
+ *
+ * Sets m's replica_count and num_partitions from --num-replicas and
+ * --num-partitions (> 0: given; each must agree with the header where it
+ * has the count), and, when neither the header nor the flag gives
+ * num_partitions, from the devices the module names (what
+ * jax.jit(...).lower(...).as_text() leaves out): the largest Shardy mesh
+ * (the product of its axis sizes), else the devices its tiled shardings
+ * list when they all list the same number.  A count so taken (or not
+ * taken) is described in note, for stderr; nothing is appended otherwise.
+ * False with an error at the module's header on a conflict.
+ */
+bool hlo_set_device_counts(HloModule *m, int64_t replicas, int64_t partitions,
+                           StrBuf *note, Diag *d);
 
 /*
  * parse.c: the HLO text parser

@@ -68,6 +68,40 @@ bool hlo_op_is_elementwise(HloOp op) {
          op == HLO_SELECT || op == HLO_CLAMP;
 }
 
+int hlo_bitcast_bits(ElemType et) {
+  return et == ET_PRED ? 8 : et_bits(et);
+}
+
+bool hlo_bitcast_convert_resizes(const HloInstr *i) {
+  return i->op == HLO_BITCAST_CONVERT && i->nops == 1 &&
+         shape_is_array(i->shape) && shape_is_array(i->ops[0]->shape) &&
+         hlo_bitcast_bits(i->ops[0]->shape->et) != hlo_bitcast_bits(i->shape->et);
+}
+
+/* XLA's CPU (through JAX) refuses pred beside any other type (StableHLO's
+ * pred is 1 bit, HLO's 8) and refuses or aborts on c64 beside c128
+ * (BitcastDtypesExpander has no complex case): with no answer of XLA's to
+ * follow, these are refused. */
+const char *hlo_bitcast_convert_unsupported(ElemType from, ElemType to) {
+  if (from == to)
+    return NULL;
+  if (from == ET_PRED || to == ET_PRED)
+    return "pred and another element type";
+  if (!et_is_array(from) || !et_is_array(to))
+    return "these element types";
+  if (hlo_bitcast_bits(from) == hlo_bitcast_bits(to))
+    return NULL;
+  if (et_is_complex(from) || et_is_complex(to))
+    return "complex types of different widths";
+  if (hlo_bitcast_bits(from) > 64 || hlo_bitcast_bits(to) > 64)
+    return "these element types";
+  return NULL;
+}
+
+bool hlo_instr_is_elementwise(const HloInstr *i) {
+  return hlo_op_is_elementwise(i->op) && !hlo_bitcast_convert_resizes(i);
+}
+
 HloModule *hlo_module_new(const char *name) {
   Arena *a = arena_new();
   HloModule *m = ARENA_NEW(a, HloModule);

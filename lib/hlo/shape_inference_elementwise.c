@@ -219,7 +219,8 @@ Shape *si_infer_convert(SiCtx *c) {
 
 /* Bitcast-convert to a narrower type appends a minor dimension of size
  * (wide bits / narrow bits); to a wider type the operand's minor dimension
- * must be that ratio and is removed. */
+ * must be that ratio and is removed.  Widths are XLA's (pred counts 8
+ * bits, as primitive_util::BitWidth has it). */
 Shape *si_infer_bitcast_convert(SiCtx *c) {
   const Shape *s = si_op(c, 0);
   ElemType from = s->et, to = c->i->shape->et;
@@ -229,7 +230,7 @@ Shape *si_infer_bitcast_convert(SiCtx *c) {
   if (et_is_complex(from) != et_is_complex(to))
     return si_fail(c, "cannot bitcast between complex and real types (%s to "
                    "%s)", et_name(from), et_name(to));
-  int in_bits = et_bits(from), out_bits = et_bits(to);
+  int in_bits = hlo_bitcast_bits(from), out_bits = hlo_bitcast_bits(to);
   int big = in_bits > out_bits ? in_bits : out_bits;
   int small = in_bits > out_bits ? out_bits : in_bits;
   if (small <= 0 || big % small)

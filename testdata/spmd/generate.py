@@ -25,6 +25,14 @@ With names, only those cases are written (the others' random arguments are
 drawn all the same; the HLO text records this file's path and lines, so a
 case written again from elsewhere differs in its metadata).
 
+    /tmp/leadvenv/bin/python testdata/spmd/generate.py --lowered NAME...
+
+writes only NAME/lowered.hlo: jax.jit(f).lower(...).as_text(dialect="hlo")
+of the case, the program as JAX's API hands it out, with its Shardy mesh
+(or GSPMD shardings) but no num_partitions in its header (xhloc takes it
+from the mesh or the shardings), after checking that XLA still gives the
+case's stored results.  tests/check-spmd.sh partitions these too.
+
 The cases: programs (a data-parallel training step, a tensor-parallel MLP,
 sequence parallel, shard_map in both forms, a 2x2 mesh, gather, scatter,
 convolution, uneven shards, a loop, attention, shape ops), and one per
@@ -65,7 +73,8 @@ except ImportError:  # older jax
     from jax.experimental.shard_map import shard_map
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ONLY = set(sys.argv[1:])   # generate.py NAME...: only these cases
+LOWERED = "--lowered" in sys.argv[1:]   # only NAME/lowered.hlo
+ONLY = set(a for a in sys.argv[1:] if a != "--lowered")  # only these cases
 N = 4
 rng = np.random.default_rng(2014)
 devs = np.array(jax.devices()[:N])
@@ -115,6 +124,16 @@ def case(name, f, args, in_shardings=None, out_shardings=None):
     res = jf(*placed)
     leaves = jax.tree_util.tree_leaves(res)
     d = os.path.join(HERE, name)
+    if LOWERED:
+        for k, leaf in enumerate(leaves):
+            want = np.load(os.path.join(d, "out%d.npy" % k))
+            assert np.allclose(np.asarray(leaf), want, rtol=1e-5, atol=1e-6), (name, k)
+        text = jf.lower(*placed).as_text(dialect="hlo")
+        assert "num_partitions" not in text.split("\n", 1)[0], name
+        with open(os.path.join(d, "lowered.hlo"), "w") as fh:
+            fh.write(text)
+        print(name, "lowered.hlo")
+        return
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     with open(os.path.join(d, "global.hlo"), "w") as fh:

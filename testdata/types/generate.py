@@ -642,6 +642,128 @@ ENTRY e {
     print(name, "written")
 
 
+# Element types by bit width for bitcast-convert (not pred, which XLA's
+# CPU refuses beside any other type, nor complex: c64 beside c128 aborts it).
+BC_TYPES = {2: ["s2", "u2"], 4: ["s4", "u4", "f4e2m1fn"],
+            8: ["s8", "u8"] + F8, 16: ["s16", "u16", "f16", "bf16"],
+            32: ["s32", "u32", "f32"], 64: ["s64", "u64", "f64"]}
+BC_UINT = {2: "u2", 4: "u4", 8: "u8", 16: "u16", 32: "u32", 64: "u64"}
+
+
+def bc_source(m, n, w, t):
+    """t[n]: n patterns of w bits (w-bit pieces of a u32 hash of the index,
+    two of them for 64 bits, so that every bit position varies)."""
+    src, n = m.bits(n)
+    def hashed(x, mul, rot):
+        c = m.add("u32[]", f"constant({mul})")
+        x = m.add(f"u32[{n}]", f"multiply({x}, {m.add(f'u32[{n}]', f'broadcast({c}), dimensions={{}}')})")
+        r = m.add("u32[]", f"constant({rot})")
+        y = m.add(f"u32[{n}]", f"shift-right-logical({x}, {m.add(f'u32[{n}]', f'broadcast({r}), dimensions={{}}')})")
+        return m.add(f"u32[{n}]", f"xor({x}, {y})")
+    lo = hashed(src, 0x9E3779B1, 15)
+    if w == 64:
+        hi = m.add(f"u64[{n}]", f"convert({hashed(lo, 0x85EBCA6B, 13)})")
+        s32 = m.add("u64[]", "constant(32)")
+        hi = m.add(f"u64[{n}]", f"shift-left({hi}, {m.add(f'u64[{n}]', f'broadcast({s32}), dimensions={{}}')})")
+        u = m.add(f"u64[{n}]", f"or({hi}, {m.add(f'u64[{n}]', f'convert({lo})')})")
+    else:
+        u = narrow(m, lo, n, BC_UINT[w])
+    return u if t == BC_UINT[w] else m.add(f"{t}[{n}]", f"bitcast-convert({u})")
+
+
+def bitcast_convert():
+    """bitcast-convert from every type of one width to every real type of
+    another: to wider types over [n/r, r], to narrower ones [n] -> [n, r];
+    each result's bits (bitcast-convert to the unsigned type of its width)
+    checksummed."""
+    n = 1024
+    for w, types in BC_TYPES.items():
+        m = Mod()
+        pairs = []
+        for t in types:
+            x = bc_source(m, n, w, t)
+            for w2, types2 in BC_TYPES.items():
+                if w2 == w:
+                    continue
+                for t2 in types2:
+                    if w2 > w:
+                        r = w2 // w
+                        xs = m.add(f"{t}[{n // r},{r}]", f"reshape({x})")
+                        y, shape, ny = m.add(f"{t2}[{n // r}]", f"bitcast-convert({xs})"), f"[{n // r}]", n // r
+                    else:
+                        r = w // w2
+                        y, shape, ny = m.add(f"{t2}[{n},{r}]", f"bitcast-convert({x})"), f"[{n},{r}]", n * r
+                    u2 = BC_UINT[w2]
+                    if t2 != u2:
+                        y = m.add(f"{u2}{shape}", f"bitcast-convert({y})")
+                    y = m.add(f"{u2}[{ny}]", f"reshape({y})")
+                    m.checksum(y if w2 == 64 else m.add(f"u64[{ny}]", f"convert({y})"), "u64", ny)
+                    pairs.append(f"{t}->{t2}")
+        write(f"bitcast_convert_{w}bit", [
+            f"bitcast-convert from each {w}-bit type ({', '.join(types)}) to every",
+            "real type of another width (s2 to f64, pred and complex left out);",
+            f"{n} hashed bit patterns of each source type; the results' bits,",
+            f"bit-exact (sub-elements least significant first); {len(pairs)} pairs."], m)
+
+
+def bitcast_convert_fixed(name, header, text, inputs):
+    """A module with given inputs and XLA's results as its EXPECT lines."""
+    if ONLY and ONLY not in name:
+        return
+    got = jax_run(text, *[a for a, _ in inputs])
+    def spec(v, t):
+        vals = v.ravel() if t[0] == "f" else v.astype(np.int64).ravel()
+        return f"{'x'.join(map(str, v.shape))}x{t}=" + " ".join(
+            repr(float(x)) if t[0] == "f" else str(int(x)) for x in vals)
+    types = [t for _, t in inputs]
+    lines = [f"// {h}" for h in header]
+    lines.append("// Expected values: XLA on the CPU through JAX "
+                 f"{jax.__version__} (testdata/types/generate.py), not xhloc.")
+    lines += ["// INPUT: " + spec(np.asarray(a), t) for a, t in inputs]
+    import re
+    root = re.search(r"ROOT \S+ = (\(.*?\)|\S+) ", text).group(1)
+    outs = re.findall(r"([a-z0-9]+)\[", root)
+    lines += ["// EXPECT: " + spec(g, t) for g, t in zip(got, outs)]
+    with open(os.path.join(HERE, name + ".hlo"), "w") as f:
+        f.write("\n".join(lines) + "\n" + text)
+    print(name, "written")
+
+
+def bitcast_convert_modules():
+    import ml_dtypes
+    bitcast_convert_fixed("bitcast_convert_s4", [
+        "XLA's GPU test bitcast-convert.hlo (issue #25): s4[8,2] to s8[8],",
+        "element [i,0] the low nibble of byte i; bit-exact."], """HloModule bitcast_convert
+
+ENTRY e {
+  a = s4[8,2] parameter(0)
+  b = s8[8] bitcast-convert(a)
+  ROOT c = s8[8] copy(b)
+}
+""", [(np.array([[1, 2], [3, -1], [-8, 7], [0, 5], [4, 4], [-2, -3], [6, 0], [0, 6]],
+                ml_dtypes.int4), "s4")])
+    p = ((np.arange(15, dtype=np.float32) - 7) * np.float32(0.375) + np.float32(0.001)).reshape(3, 5)
+    q = ((np.arange(60) * 37 + 11) % 256).astype(np.uint8).reshape(5, 3, 4)
+    bitcast_convert_fixed("bitcast_convert_layouts", [
+        "bitcast-convert between widths under non-default layouts (of the",
+        "operand, of the result, the new minor dimension not physically minor),",
+        "fused with a transpose and an add; bit-exact."],
+        """HloModule bitcast_convert_layouts, entry_computation_layout={(f32[3,5]{0,1}, u8[5,3,4]{0,1,2})->(u8[3,5,4]{1,0,2}, f32[5,3]{0,1}, u16[3,5,2]{2,1,0})}
+
+ENTRY e {
+  p = f32[3,5]{0,1} parameter(0)
+  q = u8[5,3,4]{0,1,2} parameter(1)
+  n = u8[3,5,4]{1,0,2} bitcast-convert(p)
+  w = f32[5,3]{0,1} bitcast-convert(q)
+  t = f32[5,3]{1,0} transpose(p), dimensions={1,0}
+  a = f32[5,3]{1,0} add(t, w)
+  h = u16[5,3,2]{2,1,0} bitcast-convert(a)
+  ht = u16[3,5,2]{2,1,0} transpose(h), dimensions={1,0,2}
+  ROOT r = (u8[3,5,4]{1,0,2}, f32[5,3]{0,1}, u16[3,5,2]{2,1,0}) tuple(n, w, ht)
+}
+""", [(p, "f32"), (q, "u8")])
+
+
 if __name__ == "__main__":
     rng_op()  # first: no module with an rng may be compiled before it
     stochastic_convert()
@@ -653,3 +775,5 @@ if __name__ == "__main__":
     rng()
     select_and_scatter()
     packed_layouts()
+    bitcast_convert()
+    bitcast_convert_modules()

@@ -296,6 +296,24 @@ Test(infer, bitcast_convert_changes_minor_dim) {
   expect_error(I(HLO_BITCAST_CONVERT, "f64[2]", z), "complex");
   HloInstr *h = P("f16[3]");
   expect_shape(I(HLO_BITCAST_CONVERT, "u4[3,4]", h), "u4[3,4]");
+  HloInstr *n = P("s4[8,2]");
+  expect_shape(I(HLO_BITCAST_CONVERT, "s8[8]", n), "s8[8]");
+  expect_shape(I(HLO_BITCAST_CONVERT, "f32[]", P("u8[4]")), "f32[]");
+  /* XLA counts pred as 8 bits (primitive_util::BitWidth) */
+  HloInstr *q = P("s8[4]");
+  expect_shape(I(HLO_BITCAST_CONVERT, "pred[4]", q), "pred[4]");
+  expect_shape(I(HLO_BITCAST_CONVERT, "pred[4,2]", P("s16[4]")), "pred[4,2]");
+  expect_error(I(HLO_BITCAST_CONVERT, "s16[]", P("pred[3]")), "minor dimension");
+}
+
+Test(infer, bitcast_convert_supported_pairs) {
+  cr_expect_null(hlo_bitcast_convert_unsupported(ET_S4, ET_S8));
+  cr_expect_null(hlo_bitcast_convert_unsupported(ET_F64, ET_U2));
+  cr_expect_null(hlo_bitcast_convert_unsupported(ET_F4E2M1FN, ET_BF16));
+  cr_expect_null(hlo_bitcast_convert_unsupported(ET_PRED, ET_PRED));
+  cr_expect_not_null(hlo_bitcast_convert_unsupported(ET_PRED, ET_S8));
+  cr_expect_not_null(hlo_bitcast_convert_unsupported(ET_S16, ET_PRED));
+  cr_expect_not_null(hlo_bitcast_convert_unsupported(ET_C64, ET_C128));
 }
 
 Test(infer, reduce_precision_and_stochastic_convert) {

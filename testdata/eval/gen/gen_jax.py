@@ -42,6 +42,8 @@ XLA_NAMES = {
     np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64",
     np.dtype(np.bool_): "pred", np.dtype(np.complex64): "c64",
     np.dtype(np.complex128): "c128",
+    np.dtype(ml_dtypes.int4): "s4", np.dtype(ml_dtypes.uint4): "u4",
+    np.dtype(ml_dtypes.int2): "s2", np.dtype(ml_dtypes.uint2): "u2",
 }
 
 
@@ -120,6 +122,26 @@ def r(shape, dt=f32, lo=-2.0, hi=2.0):
 
 SPECIAL = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.75, 1e-30, -1e30,
                     np.inf, -np.inf, np.nan], f32)
+
+
+def bitcast_convert_widths():
+    bc = lax.bitcast_convert_type
+    emit("bitcast_convert_widths",
+         "bitcast-convert between widths: s4x2 -> s8, s8 -> u4x2, u2x4 -> u8, "
+         "f32 -> s8x4, bf16x2 -> f32, f64 -> u32x2, f16 -> u8x2, u8x2 -> f16 "
+         "(sub-elements least significant first)",
+         lambda a, b, c, x, y, z, h, u: (bc(a, jnp.int8), bc(b, jnp.uint4), bc(c, jnp.uint8),
+                                         bc(x, jnp.int8), bc(y, jnp.float32), bc(z, jnp.uint32),
+                                         bc(h, jnp.uint8), bc(u, jnp.float16)),
+         [("values", [np.array([[1, 2], [3, -1], [-8, 7], [0, 5], [4, 4], [-2, -3], [6, 0], [0, 6]],
+                               ml_dtypes.int4),
+                      np.array([0x21, -1, 0x7f, -128, 0x0f, -16, 1, 16], np.int8),
+                      np.array([[0, 1, 2, 3], [3, 2, 1, 0], [3, 3, 3, 3]], ml_dtypes.uint2),
+                      np.array([1.0, -2.0, np.inf, 1e-40], f32),
+                      np.array([[0, 16256], [0, 49152], [32704, 32640]], np.uint16).view(bf16),
+                      np.array([1.0, -0.1, np.nan], f64),
+                      np.array([1.0, -65504.0, np.inf, 6e-8], f16),
+                      np.array([[0, 60], [255, 251], [1, 0]], np.uint8)])])
 
 
 def main():
@@ -249,6 +271,7 @@ def main():
                        lax.bitcast_convert_type(y, jnp.uint32)),
          [("values", [np.array([1.0, -2.0, 0.0, np.inf], f32),
                       np.arange(16, dtype=np.uint8).reshape(4, 4)])])
+    bitcast_convert_widths()
     emit("reduce_precision", "reduce-precision to e5m10 and e8m7 and e4m3",
          lambda x: (lax.reduce_precision(x, exponent_bits=5, mantissa_bits=10),
                     lax.reduce_precision(x, exponent_bits=8, mantissa_bits=7),
