@@ -391,7 +391,10 @@ def xhloc_memory(xhloc, path, target, timeout):
     if n:
         stats.append("other allocations: %s in %d (not parameter, constant, live-out "
                      "or temp)" % (human(other), n))
-    return {"status": "ok", "total": int(m.group(1)), "stats": stats}
+    consts = sum(int(a.group(1)) for a in ALLOC.finditer(text, 0, m.start())
+                 if re.search(r"\bconstant\b", a.group(2)))
+    return {"status": "ok", "total": int(m.group(1)), "constants": consts,
+            "stats": stats}
 
 
 # ---------------------------------------------------------------------------
@@ -430,11 +433,15 @@ class Row:
         GPU target when it was measured, else XLA CPU."""
         return "gpu" if target == "gpu" and "gpu" in self.xla else "cpu"
 
-    def ratio(self, target):
+    def ratio(self, target, like_for_like=False):
+        """xhloc's total over XLA's; like_for_like leaves xhloc's constant
+        allocations out, as XLA's memory stats leave its constants out
+        (they are part of its executable)."""
         s = self.xhloc.get(target)
         x = self.xla.get(self.base(target))
         if x and x["status"] == "ok" and s and s["status"] == "ok" and x["total"] > 0:
-            return s["total"] / x["total"]
+            mine = s["total"] - (s.get("constants", 0) if like_for_like else 0)
+            return mine / x["total"]
         return None
 
 
@@ -460,6 +467,13 @@ def summary(rows, targets, platforms):
         lines.append("xhloc %s against %s: %d of %d at or below 1.0x, worst %.2fx (%s), "
                      "geometric mean %.2fx"
                      % (t, against, at_or_below, len(rs), worst[0], worst[1].short, geo))
+        ls = [(r.ratio(t, True), r) for r in rows if r.ratio(t, True) is not None]
+        if ls and any(r.xhloc[t].get("constants") for _, r in ls):
+            worst = max(ls, key=lambda p: p[0])
+            lines.append("  like for like (xhloc's constants left out too, as %s's stats "
+                         "leave its own out): %d of %d at or below 1.0x, worst %.2fx (%s)"
+                         % (against, sum(1 for x, _ in ls if x <= 1.0), len(ls),
+                            worst[0], worst[1].short))
     return lines
 
 
@@ -482,6 +496,7 @@ def print_table(rows, targets, platforms, title, out):
         if t == "gpu" and "gpu" in platforms:
             head.append("XLA GPU")
         head += ["xhloc " + ("GPU" if t == "gpu" else t), "ratio"]
+    head.append("xhloc constants")
     out.write("| " + " | ".join(head) + " |\n")
     out.write("|" + " --- |" * len(head) + "\n")
     for r in rows:
@@ -490,6 +505,9 @@ def print_table(rows, targets, platforms, title, out):
             if t == "gpu" and "gpu" in platforms:
                 cells.append(cell(r.xla["gpu"]))
             cells += [cell(r.xhloc[t]), ratio_text(r.ratio(t))]
+        first = r.xhloc.get(targets[0]) if targets else None
+        cells.append(human(first.get("constants")) if first and first["status"] == "ok"
+                     else "-")
         out.write("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |\n")
     out.write("\n")
     for l in summary(rows, targets, platforms):
