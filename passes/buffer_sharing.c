@@ -210,9 +210,9 @@ static bool can_overwrite(const HloInstr *i, int k) {
 }
 
 /* Whether instruction i, which reads value u, may write value m over it:
- * for a while, u is the initial value of exactly the leaf m is the state
- * of; otherwise m is i's one result and every operand that holds u is one
- * i may overwrite. */
+ * for a while, u is the initial value of the first leaf it feeds and m
+ * that leaf's state; otherwise m is i's one result and every operand that
+ * holds u's buffer is one i may overwrite. */
 static bool hands_over(BufferAssignment *ba, const HloInstr *i, int u, int m) {
   int *mv = ba_leaves_of(ba, i);
   if (!mv)
@@ -231,12 +231,15 @@ static bool hands_over(BufferAssignment *ba, const HloInstr *i, int u, int m) {
   }
   if (ba->nleaves[i->id] != 1 || mv[0] != m)
     return false;
+  /* every operand that holds u's buffer (u, or another value of its group:
+   * read-only loop state shares its initial value's) */
+  int g = ba_group(ba, u);
   bool read = false;
   for (int k = 0; k < i->nops; k++) {
     int *ov = ba_leaves_of(ba, i->ops[k]);
     int n = ov ? ba->nleaves[i->ops[k]->id] : 0;
     for (int j = 0; j < n; j++)
-      if (ov[j] == u) {
+      if (ov[j] >= 0 && ba_group(ba, ov[j]) == g) {
         if (n != 1 || !can_overwrite(i, k))
           return false;
         read = true;

@@ -917,3 +917,46 @@ Test(ba, one_initial_value_for_two_leaves) {
   buffer_assignment_free(ba);
   hlo_module_free(m);
 }
+
+/* Read-only loop state shares its initial value's buffer: an instruction
+ * after the loop that reads both, one of them at other indices, must not
+ * be written over them. */
+Test(ba, no_write_over_a_buffer_read_elsewhere_through_another_value) {
+  HloModule *m = parse(
+      "HloModule ro\n"
+      "cond {\n"
+      "  p = (s32[], f32[16]) parameter(0)\n"
+      "  i = s32[] get-tuple-element(p), index=0\n"
+      "  c = s32[] constant(4)\n"
+      "  ROOT lt = pred[] compare(i, c), direction=LT\n"
+      "}\n"
+      "body {\n"
+      "  p = (s32[], f32[16]) parameter(0)\n"
+      "  i = s32[] get-tuple-element(p), index=0\n"
+      "  one = s32[] constant(1)\n"
+      "  i2 = s32[] add(i, one)\n"
+      "  y = f32[16] get-tuple-element(p), index=1\n"
+      "  ROOT t = (s32[], f32[16]) tuple(i2, y)\n"
+      "}\n"
+      "fused {\n"
+      "  x = f32[16] parameter(0)\n"
+      "  y = f32[16] parameter(1)\n"
+      "  ry = f32[16] reverse(y), dimensions={0}\n"
+      "  ROOT s = f32[16] add(x, ry)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  p0 = f32[16] parameter(0)\n"
+      "  z = s32[] constant(0)\n"
+      "  a = f32[16] exponential(p0)\n"
+      "  init = (s32[], f32[16]) tuple(z, a)\n"
+      "  w = (s32[], f32[16]) while(init), condition=cond, body=body\n"
+      "  r = f32[16] get-tuple-element(w), index=1\n"
+      "  ROOT f = f32[16] fusion(a, r), kind=kLoop, calls=fused\n"
+      "}\n");
+  BufferAssignment *ba = assign_ok(m);
+  BufSlice a = slice_of(ba, m, "a", 0);
+  cr_assert(same(slice_of(ba, m, "w", 1), a));  /* read-only state */
+  cr_assert(disjoint(slice_of(ba, m, "f", 0), a));
+  buffer_assignment_free(ba);
+  hlo_module_free(m);
+}
