@@ -1,0 +1,133 @@
+/*
+ * row_norm.c - the row-normalization analysis (row_norm.h): the shape
+ * checks of the reduces and the root, then the indexing maps from the root
+ * to every reduce (indexing_comp_out_to_in), each of which must keep the
+ * row of the element being computed.
+ */
+#include "row_norm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int row_norm_minor_dim(const Shape *s) {
+  if (s->rank <= 0)
+    return -1;
+  const Layout *l = s->layout;
+  return l && l->rank == s->rank ? (int)l->minor_to_major[0] : s->rank - 1;
+}
+
+static bool same_dims(const Shape *a, const Shape *b) {
+  return shape_is_array(a) && shape_is_array(b) && a->rank == b->rank &&
+         (a->rank == 0 || memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->rank) == 0);
+}
+
+static bool fail(const char **why, const char *msg) {
+  if (why)
+    *why = msg;
+  return false;
+}
+
+/* A reducer the kernel can apply to scalars: two scalar parameters of the
+ * operand's type and one result of that type. */
+static bool scalar_reducer(const HloComp *r, ElemType et) {
+  if (!r || !r->root || r->nparams != 2 || r->root->op == HLO_TUPLE)
+    return false;
+  for (int k = 0; k < 2; k++) {
+    const Shape *s = r->params[k] ? r->params[k]->shape : NULL;
+    if (!s || !shape_is_array(s) || s->rank != 0 || s->et != et)
+      return false;
+  }
+  const Shape *s = r->root->shape;
+  return shape_is_array(s) && s->rank == 0 && s->et == et;
+}
+
+static int position(const HloComp *c, const HloInstr *x) {
+  for (int k = 0; k < c->ninstrs; k++)
+    if (c->instrs[k] == x)
+      return k;
+  return -1;
+}
+
+/* The map (d0, .., dr-1) -> (the dims but `dim`), without symbols. */
+static bool row_map(const IndexingMap *m, int rank, int dim) {
+  if (m->undefined || m->empty || m->nrange || m->nrt || m->ndims != rank ||
+      m->nresults != rank - 1)
+    return false;
+  for (int k = 0, j = 0; k < rank; k++) {
+    if (k == dim)
+      continue;
+    const AffExpr *e = m->results[j++];
+    if (e->kind != AFF_DIM || e->value != k)
+      return false;
+  }
+  return true;
+}
+
+bool row_norm_analyze(AffCtx *c, const HloComp *comp, RowNorm *rn, const char **why) {
+  memset(rn, 0, sizeof *rn);
+  const HloInstr *root = comp ? comp->root : NULL;
+  if (!root || !shape_is_array(root->shape) || root->op == HLO_REDUCE)
+    return fail(why, "the root is not an array computed from reduces");
+  int n = comp->ninstrs;
+  bool *dep = xcalloc((size_t)n + 1, sizeof *dep);   /* depends on a reduce */
+  bool ok = true;
+  for (int k = 0; k < n && ok; k++) {
+    const HloInstr *x = comp->instrs[k];
+    for (int j = 0; j < x->nops && !dep[k]; j++) {
+      int p = position(comp, x->ops[j]);
+      dep[k] = p >= 0 && dep[p];
+    }
+    if (x->op != HLO_REDUCE)
+      continue;
+    dep[k] = true;
+    if (rn->nreduces == ROW_NORM_MAX_REDUCES) {
+      ok = fail(why, "too many reduces");
+      break;
+    }
+    const Shape *s = x->nops == 2 ? x->ops[0]->shape : NULL;
+    if (!s || !shape_is_array(s) || s->rank < 1 || x->ncalled != 1 || x->dims.n != 1 ||
+        !shape_is_array(x->shape) || x->shape->rank != s->rank - 1 ||
+        x->shape->et != s->et || !shape_is_array(x->ops[1]->shape) ||
+        x->ops[1]->shape->rank != 0 || !scalar_reducer(x->called[0], s->et)) {
+      ok = fail(why, "a reduce that is not a single-operand reduce of one dimension");
+      break;
+    }
+    int p = position(comp, x->ops[1]);
+    if (p >= 0 && dep[p]) {
+      ok = fail(why, "a reduce's init value depends on a reduce");
+      break;
+    }
+    if (rn->nreduces == 0) {
+      rn->space = s;
+      rn->dim = (int)x->dims.v[0];
+    } else if (!same_dims(s, rn->space) || rn->dim != (int)x->dims.v[0]) {
+      ok = fail(why, "reduces over different rows");
+      break;
+    }
+    rn->reduces[rn->nreduces++] = x;
+  }
+  free(dep);
+  if (!ok)
+    return false;
+  if (rn->nreduces == 0)
+    return fail(why, "no reduce");
+  if (rn->dim < 0 || rn->dim >= rn->space->rank)
+    return fail(why, "bad reduce dimension");
+  if (!same_dims(root->shape, rn->space))
+    return fail(why, "the root's shape is not the rows' shape");
+  rn->n = rn->space->dims[rn->dim];
+  int64_t total = shape_elements(rn->space);
+  rn->rows = rn->n > 0 ? total / rn->n : 0;
+  if (rn->n <= 0 || rn->rows <= 0)
+    return fail(why, "empty rows");
+  CompIndexing *ci = indexing_comp_out_to_in(c, comp, 0);
+  for (int k = 0; k < rn->nreduces; k++) {
+    const IndexingMapSet *set = comp_indexing_get(ci, rn->reduces[k], 0);
+    if (!set)
+      return fail(why, "a reduce the root does not read");
+    for (int j = 0; j < set->n; j++)
+      if (!row_map(set->maps[j], rn->space->rank, rn->dim))
+        return fail(why, "a reduce read at another row than the element's");
+  }
+  return true;
+}
