@@ -492,6 +492,8 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ld->grid[k] = ld->block[k] = 1;
   const HloInstr *hero = find_hero(i);
   const HloInstr *tiled = NULL;   /* the transpose hero, GPU only */
+  RowNorm rn;
+  bool norm = false;              /* a row normalization, GPU only */
   bool ok;
   if (hero->op == HLO_REDUCE)
     ok = cg_emit_reduction_kernel(cg, i, hero, name, ld, d);
@@ -513,16 +515,19 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_rng_kernel(cg, i, hero, name, ld, d);
   else if (i->op == HLO_RNG_GET_AND_UPDATE_STATE)
     ok = cg_emit_rng_state_kernel(cg, i, name, ld, d);
+  else if (cg->is_gpu && (norm = cg_is_norm_fusion(cg, i, &rn)))
+    ok = cg_emit_norm_kernel(cg, i, &rn, name, ld, d);
   else if (cg->is_gpu && (tiled = cg_transpose_hero(i)) != NULL)
     ok = cg_emit_transpose_kernel(cg, i, name, ld, d);
   else
     ok = cg_emit_loop_kernel(cg, i, name, ld, d);
   if (!ok)
     codegen_drop_kernel(cg, name);
-  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled)) {
+  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled || norm)) {
     /* a shape the hero's emitter does not handle (an epilogue, several
-     * outputs): the loop kernel computes reduces elementally; when it
-     * cannot either, the hero emitter's error stands */
+     * outputs, rows too long): the loop kernel computes reduces
+     * elementally; when it cannot either, the hero emitter's error
+     * stands */
     Diag d2 = {0};
     d2.warn_out = d->warn_out;
     for (int k = 0; k < 3; k++)

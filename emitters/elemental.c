@@ -27,6 +27,13 @@ typedef struct ConstGlobal {
   LLVMValueRef g;
 } ConstGlobal;
 
+/* An instruction whose value at every index the caller gave
+ * (cg_elemental_bind). */
+typedef struct Bound {
+  const HloInstr *instr;
+  LLVMValueRef v;
+} Bound;
+
 struct CgElemental {
   Codegen *cg;
   const HloComp *comp;
@@ -38,6 +45,7 @@ struct CgElemental {
   Diag *d;
   Vec(CacheEnt) cache;
   Vec(ConstGlobal) consts;
+  Vec(Bound) bound;
 };
 
 static int leaf_count(const Shape *s) {
@@ -98,6 +106,7 @@ void cg_elemental_free(CgElemental *e) {
   cg_elemental_clear_cache(e);
   vec_free(&e->cache);
   vec_free(&e->consts);
+  vec_free(&e->bound);
   free(e->leaf_off);
   free(e->leaf_ptrs);
   free(e);
@@ -713,6 +722,9 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
 
 static LLVMValueRef emit(CgElemental *e, const HloInstr *x,
                          LLVMValueRef const *idx) {
+  for (int k = 0; k < e->bound.len; k++)
+    if (e->bound.data[k].instr == x)
+      return e->bound.data[k].v;
   int rank = shape_is_array(x->shape) ? x->shape->rank : 0;
   LLVMValueRef v = cache_get(e, x, rank, idx);
   if (v)
@@ -726,6 +738,11 @@ static LLVMValueRef emit(CgElemental *e, const HloInstr *x,
 LLVMValueRef cg_elemental_emit(CgElemental *e, const HloInstr *instr,
                                LLVMValueRef const *idx) {
   return emit(e, instr, idx);
+}
+
+void cg_elemental_bind(CgElemental *e, const HloInstr *instr, LLVMValueRef v) {
+  Bound bd = {instr, v};
+  vec_push(&e->bound, bd);
 }
 
 bool cg_emit_scalar_comp(Codegen *cg, const HloComp *comp, int nargs,
