@@ -39,6 +39,7 @@ static const Pass registry[] = {
     {"layout-assignment", pass_layout_assignment},
     {"logistic-expander", pass_logistic_expander},
     {"map-inline", pass_map_inline},
+    {"normalization-fusion", pass_normalization_fusion},
     {"onednn-layernorm-expander", pass_onednn_layernorm_expander},
     {"optimization-barrier-expander", pass_optimization_barrier_expander},
     {"priority-fusion", pass_priority_fusion},

@@ -1,0 +1,352 @@
+/*
+ * normalization_fusion.c - "normalization-fusion" (the GPU target only): a
+ * row normalization that priority-fusion left as several kernels becomes
+ * one fusion (kind=kCustom), which emitters/norm_kernel.c computes with a
+ * row per block or warp in one pass over HBM, as XLA:GPU's normalization
+ * (Triton softmax) fusions do.
+ *
+ * It runs right after priority-fusion, on its fusions: priority-fusion has
+ * already put each elementwise prologue into its consumers (a convert, x -
+ * mean) and the epilogue into the last fusion (scale and bias, GELU), so
+ * what is left to do is merging.  Softmax after priority-fusion is
+ *
+ *   max = input_reduce_fusion(x)             reduce over the rows
+ *   e   = loop_fusion(max, x)                exp(x - broadcast(max))
+ *   sum = input_reduce_fusion(e)
+ *   out = loop_fusion(sum, e)                e / broadcast(sum)
+ *
+ * and layer norm or RMS norm look alike, with row-shaped loop fusions
+ * between (mean = sum / n used twice).  From a candidate output O (a
+ * fusion or elementwise op of the rows' shape S, n = the size of its
+ * minor-most physical dimension at most ROW_NORM_MAX_ROW), the group grows
+ * over O's producers, and theirs, that are used only inside the group:
+ *   - row reductions: a reduce (fused or bare) of one S-shaped operand
+ *     over that dimension;
+ *   - elementwise-like loop fusions (only the ops the elemental emitter
+ *     computes at any index) and bare elementwise ops, of shape S or of
+ *     the rows' shape (S without the row dimension, or with it of size 1).
+ * A group with a reduce is merged into one computation (the members'
+ * fused computations inlined, producers first; external operands become
+ * its parameters) which must pass row_norm_analyze: every reduce read at
+ * the row of the element computed, along every path.  Otherwise the
+ * merged computation is dropped and nothing changes.
+ *
+ * Producers used outside the group (a mean a backward pass also reads)
+ * stay where they are, and the fusion reads their results: there is one
+ * output.  Candidates are tried from the root of each computation towards
+ * its parameters (consumers first), so a group is as large as it can be;
+ * an instruction joins one group at most.
+ *
+ * The host target keeps its kernels (its reductions are row loops LLVM
+ * vectorizes, and its kernel chains already run the row's kernels back to
+ * back), so the pass does nothing there.
+ */
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/analysis/row_norm.h"
+#include "../lib/hlo/ir_edit.h"
+#include "fusion_util.h"
+
+enum {
+  MAX_MEMBERS = 32,               /* fusions merged into one */
+  MAX_INSTRS = 400,               /* instructions of the merged computation */
+};
+
+typedef struct Rows {
+  const Shape *s;                 /* the output's shape S */
+  int dim;                        /* its row dimension */
+} Rows;
+
+typedef struct NormFuser {
+  IrEdit *e;
+  HloModule *m;
+  AffCtx *aff;
+  int cap;
+  bool *claimed;                  /* by id: in a group already */
+  PtrVec members;                 /* the group being grown, output first */
+} NormFuser;
+
+static void ensure_ids(NormFuser *f, int id) {
+  if (id < f->cap)
+    return;
+  int cap = f->cap ? f->cap : 256;
+  while (cap <= id)
+    cap *= 2;
+  f->claimed = xreallocarray(f->claimed, (size_t)cap, sizeof *f->claimed);
+  memset(f->claimed + f->cap, 0, (size_t)(cap - f->cap) * sizeof *f->claimed);
+  f->cap = cap;
+}
+
+static bool claimed(NormFuser *f, const HloInstr *i) {
+  return i->id < f->cap && f->claimed[i->id];
+}
+
+static bool same_dims(const Shape *a, int rank, const int64_t *dims) {
+  return shape_is_array(a) && a->rank == rank &&
+         (rank == 0 || memcmp(a->dims, dims, sizeof(int64_t) * (size_t)rank) == 0);
+}
+
+/* An op the elemental emitter computes at any index (priority-fusion's
+ * fusible producers). */
+static bool elemental_op(const HloInstr *i) {
+  if (ir_has_side_effect(i) || i->ncalled > 0)
+    return false;
+  if (hlo_op_is_elementwise(i->op))
+    return i->op != HLO_STOCHASTIC_CONVERT && i->op != HLO_RNG;
+  switch (i->op) {
+  case HLO_PARAMETER: case HLO_CONSTANT: case HLO_BROADCAST: case HLO_RESHAPE:
+  case HLO_BITCAST: case HLO_TRANSPOSE: case HLO_SLICE: case HLO_CONCATENATE:
+  case HLO_PAD: case HLO_IOTA: case HLO_DYNAMIC_SLICE: case HLO_REVERSE:
+  case HLO_GATHER: case HLO_COPY:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static const HloComp *fused_comp(const HloInstr *i) {
+  return i->op == HLO_FUSION && i->ncalled == 1 && i->called[0] && i->called[0]->root
+             ? i->called[0] : NULL;
+}
+
+/* A fusion of elemental ops only, or a bare elementwise op. */
+static bool elementwise_like(const HloInstr *i) {
+  const HloComp *c = fused_comp(i);
+  if (!c)
+    return i->op != HLO_FUSION && hlo_op_is_elementwise(i->op) && elemental_op(i);
+  for (int k = 0; k < c->ninstrs; k++)
+    if (!elemental_op(c->instrs[k]))
+      return false;
+  return true;
+}
+
+/* The reduce of a row reduction over rows r (a fusion whose root it is, or
+ * itself), else NULL. */
+static const HloInstr *row_reduce(const HloInstr *i, const Rows *r) {
+  const HloComp *c = fused_comp(i);
+  const HloInstr *x = c ? c->root : i;
+  if (x->op != HLO_REDUCE || x->nops != 2 || x->ncalled != 1 || x->dims.n != 1 ||
+      x->dims.v[0] != r->dim || !shape_is_array(x->shape))
+    return NULL;
+  if (c) {
+    for (int k = 0; k < c->ninstrs; k++)
+      if (c->instrs[k] != x && !elemental_op(c->instrs[k]))
+        return NULL;
+  }
+  const Shape *s = x->ops[0]->shape;
+  if (!same_dims(s, r->s->rank, r->s->dims) || row_norm_minor_dim(s) != r->dim)
+    return NULL;
+  return x;
+}
+
+/* The shape of the rows' values: S without the row dimension, or with it
+ * of size 1. */
+static bool row_shaped(const Shape *s, const Rows *r) {
+  if (!shape_is_array(s))
+    return false;
+  int64_t dims[64];
+  int rank = r->s->rank;
+  memcpy(dims, r->s->dims, sizeof(int64_t) * (size_t)rank);
+  dims[r->dim] = 1;
+  if (same_dims(s, rank, dims))
+    return true;
+  memmove(dims + r->dim, dims + r->dim + 1, sizeof(int64_t) * (size_t)(rank - r->dim - 1));
+  return same_dims(s, rank - 1, dims);
+}
+
+static bool is_member(const NormFuser *f, const HloInstr *i) {
+  for (int k = 0; k < f->members.len; k++)
+    if (f->members.data[k] == i)
+      return true;
+  return false;
+}
+
+/* Whether producer p may join the group of rows r. */
+static bool can_join(NormFuser *f, HloInstr *p, const Rows *r) {
+  if (claimed(f, p) || is_member(f, p) || ir_is_root(p) || ir_has_control_deps(f->e, p) ||
+      !shape_is_array(p->shape) || shape_is_dynamic(p->shape))
+    return false;
+  if (!row_reduce(p, r)) {
+    if (!elementwise_like(p) ||
+        !(same_dims(p->shape, r->s->rank, r->s->dims) || row_shaped(p->shape, r)))
+      return false;
+  }
+  HloInstr **users;
+  int nu = ir_users(f->e, p, &users);
+  for (int k = 0; k < nu; k++)
+    if (!is_member(f, users[k]))
+      return false;
+  return nu > 0;
+}
+
+static int comp_size(const HloInstr *i) {
+  const HloComp *c = fused_comp(i);
+  return c ? c->ninstrs : 1;
+}
+
+/* Grows the group of output o over its producers; false when it has no
+ * row reduction or grows too large. */
+static bool grow(NormFuser *f, HloInstr *o, const Rows *r) {
+  f->members.len = 0;
+  vec_push(&f->members, o);
+  int reduces = 0, size = comp_size(o);
+  bool grew = true;
+  while (grew) {
+    grew = false;
+    for (int k = 0; k < f->members.len; k++) {
+      HloInstr *mb = f->members.data[k];
+      for (int j = 0; j < mb->nops; j++) {
+        HloInstr *p = mb->ops[j];
+        if (!can_join(f, p, r))
+          continue;
+        if (f->members.len == MAX_MEMBERS)
+          return false;
+        if (row_reduce(p, r))
+          reduces++;
+        size += comp_size(p);
+        vec_push(&f->members, p);
+        grew = true;
+      }
+    }
+  }
+  return reduces > 0 && reduces <= ROW_NORM_MAX_REDUCES && size <= MAX_INSTRS;
+}
+
+/* The members merged into a new computation (producers first, in the
+ * order of `order`); its parameters are the group's external operands, in
+ * *ext.  The computation is not referenced by anything yet. */
+static HloComp *merge(NormFuser *f, HloComp *c, HloInstr *const *order, int n,
+                      PtrVec *ext) {
+  IrEdit *e = f->e;
+  Arena *a = ir_arena(e);
+  HloComp *fc = ir_new_comp(e, "fused_computation");
+  fc->execution_thread = c->execution_thread;
+  HloInstr **value = xcalloc((size_t)f->members.len + 1, sizeof *value);
+  PtrVec params = {0}, args = {0};
+  HloInstr *root = NULL;
+  for (int k = 0; k < n; k++) {
+    HloInstr *mb = order[k];
+    int mi = -1;
+    for (int j = 0; j < f->members.len && mi < 0; j++)
+      if (f->members.data[j] == mb)
+        mi = j;
+    if (mi < 0)
+      continue;
+    args.len = 0;
+    for (int j = 0; j < mb->nops; j++) {
+      HloInstr *o = mb->ops[j], *v = NULL;
+      for (int q = 0; q < f->members.len && !v; q++)
+        if (f->members.data[q] == o)
+          v = value[q];
+      for (int q = 0; q < ext->len && !v; q++)
+        if (ext->data[q] == o)
+          v = params.data[q];
+      if (!v) {
+        char name[32];
+        snprintf(name, sizeof name, "param_%d", ext->len);
+        v = ir_add_param(e, fc, shape_clone(a, o->shape), name);
+        vec_push(ext, o);
+        vec_push(&params, v);
+      }
+      vec_push(&args, v);
+    }
+    const HloComp *callee = fused_comp(mb);
+    value[mi] = callee ? ir_inline(e, fc, callee, (HloInstr *const *)args.data)
+                       : ir_clone(e, fc, mb, mb->shape, args.len, (HloInstr *const *)args.data);
+    if (mi == 0)
+      root = value[mi];
+  }
+  fc->root = root;
+  free(value);
+  vec_free(&params);
+  vec_free(&args);
+  return fc;
+}
+
+static const char *fusion_name(NormFuser *f, const HloInstr *o) {
+  const HloComp *c = fused_comp(o);
+  const HloInstr *r = c ? c->root : o;
+  StrBuf b;
+  sb_init(&b);
+  sb_puts(&b, "norm_");
+  for (const char *s = hlo_op_name(r->op); *s; s++)
+    sb_putc(&b, *s == '-' ? '_' : *s);
+  sb_puts(&b, "_fusion");
+  char *name = ir_unique_name(f->e, b.s);
+  sb_free(&b);
+  return name;
+}
+
+/* Tries the group of output o; returns whether it made a fusion. */
+static bool try_output(NormFuser *f, HloComp *c, HloInstr *o, HloInstr *const *order, int n) {
+  if (claimed(f, o) || ir_removed(o) || ir_has_control_deps(f->e, o) ||
+      !shape_is_array(o->shape) || shape_is_dynamic(o->shape) || o->shape->rank < 1 ||
+      o->shape->rank > 64 || !elementwise_like(o))
+    return false;
+  Rows r = {o->shape, row_norm_minor_dim(o->shape)};
+  int64_t len = o->shape->dims[r.dim];
+  if (len < 2 || len > ROW_NORM_MAX_ROW || !grow(f, o, &r))
+    return false;
+  PtrVec ext = {0};
+  HloComp *fc = merge(f, c, order, n, &ext);
+  RowNorm rn;
+  bool ok = fc->root && row_norm_analyze(f->aff, fc, &rn, NULL) && rn.dim == r.dim;
+  if (ok) {
+    HloInstr *fu = ir_new(f->e, c, HLO_FUSION, o->shape, ext.len, (HloInstr *const *)ext.data);
+    fu->name = (char *)fusion_name(f, o);
+    fu->fusion_kind = FUSION_CUSTOM;
+    fu->ncalled = 1;
+    fu->called = ARENA_ARRAY(ir_arena(f->e), HloComp *, 1);
+    fu->called[0] = fc;
+    fu->metadata = o->metadata;
+    fu->sharding = o->sharding;
+    fu->frontend_attrs = o->frontend_attrs;
+    fc->fusion_instr = fu;
+    for (int k = 0; k < f->members.len; k++) {
+      const HloInstr *mb = f->members.data[k];
+      ensure_ids(f, mb->id);
+      f->claimed[mb->id] = true;
+    }
+    ensure_ids(f, fu->id);
+    f->claimed[fu->id] = true;
+    ir_replace(f->e, o, fu);
+  }
+  vec_free(&ext);
+  return ok;
+}
+
+static bool fuse_comp(NormFuser *f, HloComp *c) {
+  HloInstr **order;
+  int n = ir_instr_post_order(c, &order);
+  bool changed = false;
+  for (int k = n - 1; k >= 0; k--)
+    changed |= try_output(f, c, order[k], order, n);
+  free(order);
+  return changed;
+}
+
+bool pass_normalization_fusion(HloModule *m, PassContext *ctx) {
+  if (ctx->target != PASS_TARGET_GPU)
+    return false;
+  NormFuser f = {0};
+  f.e = ir_begin(m);
+  f.m = m;
+  f.aff = aff_ctx_new();
+  ensure_ids(&f, m->next_id);
+  HloComp **comps;
+  int n = fusion_control_comps(m, &comps);
+  bool changed = false;
+  for (int k = 0; k < n; k++)
+    changed |= fuse_comp(&f, comps[k]);
+  free(comps);
+  /* the merged computations of groups that did not pass, and the member
+   * fusions' computations of those that did */
+  ir_remove_unused_comps(f.e);
+  aff_ctx_free(f.aff);
+  free(f.claimed);
+  vec_free(&f.members);
+  return ir_end(f.e, changed);
+}
