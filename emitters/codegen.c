@@ -434,6 +434,10 @@ static const HloInstr *through_bitcast_gte(const HloInstr *i) {
   return i;
 }
 
+/* The fusion's hero: its root through bitcasts (a reduce or dot in a
+ * tuple root).  A root computed from reduces of its own rows (a softmax,
+ * a layer norm) is a normalization, which codegen_kernel asks
+ * cg_is_norm_fusion about on the GPU. */
 static const HloInstr *find_hero(const HloInstr *instr) {
   const HloComp *c = cg_fusion_comp(instr);
   if (!c)

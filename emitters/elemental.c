@@ -8,7 +8,9 @@
  * selecting the padding value or the concatenated operand.  A reduce (in an
  * epilogue or a loop fusion) is a loop over its reduced dimensions per
  * output element.  Values are
- * cached per (instruction, index values) within dominating blocks.
+ * cached per (instruction, index values) within dominating blocks; an
+ * instruction the caller bound (the normalization kernel's row results)
+ * has its bound value at every index.
  */
 #include <stdlib.h>
 #include <string.h>
