@@ -241,6 +241,10 @@ LLVMValueRef cg_elemental_emit(CgElemental *e, const HloInstr *instr,
 /* Forget cached values (call after moving to a block not dominated by the
  * block where earlier values were emitted, e.g. after a loop). */
 void cg_elemental_clear_cache(CgElemental *e);
+/* The results of map m (no symbols: false otherwise) at the dimension
+ * values dims (i64), into out (m->nresults values). */
+bool cg_emit_map_results(Codegen *cg, const IndexingMap *m, LLVMValueRef const *dims,
+                         LLVMValueRef *out);
 /* From now on `instr` has the value v at every index (the normalization
  * kernel's row results: a reduce computed once for the thread's row).  The
  * caches do not forget it; v must dominate every later use. */

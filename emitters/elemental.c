@@ -225,6 +225,16 @@ static LLVMValueRef aff_emit(Codegen *cg, const AffExpr *x, const MapEnv *env) {
   return NULL;
 }
 
+bool cg_emit_map_results(Codegen *cg, const IndexingMap *m, LLVMValueRef const *dims,
+                         LLVMValueRef *out) {
+  if (m->undefined || imap_nsyms(m) > 0)
+    return false;
+  MapEnv env = {(LLVMValueRef *)dims, NULL, m->dims, NULL};
+  for (int k = 0; k < m->nresults; k++)
+    out[k] = aff_emit(cg, m->results[k], &env);
+  return true;
+}
+
 /* true (i1) when the point is in the map's domain (dimension bounds that
  * cut the output box, and the constraints). */
 static LLVMValueRef in_domain(Codegen *cg, const IndexingMap *m,

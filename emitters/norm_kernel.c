@@ -4,32 +4,39 @@
  * their elementwise prologue and epilogue), in one pass over HBM: every
  * input element is read once and every output element written once.
  *
- * T threads (a power of two from 32 to 1024, about 8 elements each) take
- * one row of n elements; a block of 128 threads holds R = 128 / T rows
- * when T is smaller.  Thread t of a row holds the positions
- * j = k*T*V + t*V + v (k < K, v < V): runs of V consecutive elements (4
- * or 2 when n allows, so that a run is one vector access), K of them,
- * K*V <= 16.  The kernel is straight-line code over those positions:
+ * The output's rows lie along its minor-most physical dimension; each
+ * output row has one reduce row (a row of S, the reduces' operand shape,
+ * given by the analysis's map: the same row when the output is S, the
+ * same elements under another shape when the epilogue reshapes or
+ * transposes).  T threads (a power of two from 32 to 1024, about 8
+ * elements each) take one row of n elements; a block of 128 threads holds
+ * R = 128 / T rows when T is smaller.  Thread t of a row holds the
+ * positions j = k*T*V + t*V + v (k < K, v < V) of both rows: runs of V
+ * consecutive elements (4 or 2 when n allows, so that a run is one vector
+ * access), K of them, K*V <= 16.  The kernel is straight-line code over
+ * those positions:
  *
  *  1. For each reduce, producers first: every position's operand value
- *     from the elemental emitter, folded into the thread's accumulator
- *     (started from the init value, as the reduction kernel does: XLA's
- *     contract is that init is the reducer's identity); a butterfly of
- *     warp shuffles combines the warp; with several warps per row each
- *     warp's value goes through shared memory and, after a barrier, every
- *     thread of the row combines them in warp order.  Every thread of the
- *     row then holds the row's value, which is bound (cg_elemental_bind)
- *     for everything emitted after it.
- *  2. Every position's root value, stored.
+ *     in the reduce row from the elemental emitter, folded into the
+ *     thread's accumulator (started from the init value, as the reduction
+ *     kernel does: XLA's contract is that init is the reducer's identity);
+ *     a butterfly of warp shuffles combines the warp; with several warps
+ *     per row each warp's value goes through shared memory and, after a
+ *     barrier, every thread of the row combines them in warp order.  Every
+ *     thread of the row then holds the row's value, which is bound
+ *     (cg_elemental_bind) for everything emitted after it.
+ *  2. Every position's root value in the output row, stored.
  *
  * The elemental emitter's cache keeps each position's values (the loaded
  * inputs, exp(x - max), ...) for the rest of the kernel: they stay in
  * registers between the reduces and the epilogue instead of being read
- * again.  Positions past the row's end (n not a multiple of T*V) compute
- * on the row's last element and are left out of the reduces and the
- * stores; rows past the last one (in the last block of short rows) compute
- * on the last row and store nothing: there is no branch around the
- * shuffles and barriers, which every thread of the block executes.
+ * again (when the epilogue reaches them at the same index values, always
+ * when the output is S).  Positions past the row's end (n not a multiple
+ * of T*V) compute on the row's last element and are left out of the
+ * reduces and the stores; rows past the last one (in the last block of
+ * short rows) compute on the last row and store nothing: there is no
+ * branch around the shuffles and barriers, which every thread of the
+ * block executes.
  *
  * Rows longer than ROW_NORM_MAX_ROW are refused (an error; codegen_kernel
  * then falls back to the loop kernel); normalization-fusion does not form
@@ -56,11 +63,13 @@ typedef struct Norm {
   CgKernel k;
   CgElemental *el;
   RowNorm rn;
-  int rank;
-  int kept[NORM_MAX_RANK], nkept; /* dims but rn.dim, physical major to minor */
+  int orank, srank;               /* ranks of the output and of S */
+  int kept[NORM_MAX_RANK], nkept; /* output dims but its row dimension,
+                                     physical major to minor */
   int64_t t, r, v, chunks;        /* T, R, V, K */
   int npos;
-  LLVMValueRef *idx;              /* npos * rank index values (i64) */
+  LLVMValueRef *oidx;             /* npos * orank output indices (i64) */
+  LLVMValueRef *sidx;             /* npos * srank indices into S */
   LLVMValueRef *valid;            /* npos: i1, NULL when always in the row */
   LLVMValueRef row_ok;            /* i1, NULL when every row is real */
   LLVMValueRef rr, lane, warp;    /* row in the block, lane, warp in the row */
@@ -108,8 +117,9 @@ static bool plan(Norm *nm) {
   return nm->chunks * nm->v <= NORM_MAX_PER_THREAD;
 }
 
-/* Thread and row indices, and every position's multi-index. */
-static void positions(Norm *nm) {
+/* Thread and row indices, and every position's multi-index in the output
+ * and in S (the reduce row of the output row, from rn.row). */
+static bool positions(Norm *nm) {
   Codegen *cg = nm->cg;
   LLVMBuilderRef b = cg->b;
   int64_t rows = nm->rn.rows, n = nm->rn.n;
@@ -130,11 +140,17 @@ static void positions(Norm *nm) {
     nm->row_ok = LLVMBuildICmp(b, LLVMIntULT, row, cg_const_i64(cg, rows), "row_ok");
     row = LLVMBuildSelect(b, nm->row_ok, row, cg_const_i64(cg, rows - 1), "row_c");
   }
-  LLVMValueRef base[NORM_MAX_RANK];
-  cg_split_index(cg, row, nm->nkept, nm->kept, nm->rn.space->dims, base);
+  int od = nm->rn.out_dim, sd = nm->rn.dim;
+  LLVMValueRef base[NORM_MAX_RANK], kept[NORM_MAX_RANK];
+  cg_split_index(cg, row, nm->nkept, nm->kept, nm->rn.out->dims, base);
+  base[od] = cg_const_i64(cg, 0);
+  /* the reduce row: the map's results do not use the output's row dim */
+  if (!cg_emit_map_results(cg, nm->rn.row, base, kept))
+    return diag_error(nm->d, nm->k.instr->loc, "codegen: no reduce row for the output rows");
   LLVMValueRef tv = LLVMBuildNUWMul(b, t, cg_const_i64(cg, nm->v), "tv");
   nm->npos = (int)(nm->chunks * nm->v);
-  nm->idx = xcalloc((size_t)nm->npos * (size_t)nm->rank + 1, sizeof *nm->idx);
+  nm->oidx = xcalloc((size_t)nm->npos * (size_t)nm->orank + 1, sizeof *nm->oidx);
+  nm->sidx = xcalloc((size_t)nm->npos * (size_t)nm->srank + 1, sizeof *nm->sidx);
   nm->valid = xcalloc((size_t)nm->npos + 1, sizeof *nm->valid);
   for (int64_t k = 0; k < nm->chunks; k++) {
     /* a run is in the row or past its end as a whole (V divides n) */
@@ -148,11 +164,15 @@ static void positions(Norm *nm) {
       int p = (int)(k * nm->v + v);
       LLVMValueRef j = v ? LLVMBuildNUWAdd(b, js, cg_const_i64(cg, v), "j") : js;
       nm->valid[p] = in_row;
-      LLVMValueRef *ix = nm->idx + (size_t)p * (size_t)nm->rank;
-      for (int dd = 0; dd < nm->rank; dd++)
-        ix[dd] = dd == nm->rn.dim ? j : base[dd];
+      LLVMValueRef *ox = nm->oidx + (size_t)p * (size_t)nm->orank;
+      for (int dd = 0; dd < nm->orank; dd++)
+        ox[dd] = dd == od ? j : base[dd];
+      LLVMValueRef *sx = nm->sidx + (size_t)p * (size_t)nm->srank;
+      for (int dd = 0, q = 0; dd < nm->srank; dd++)
+        sx[dd] = dd == sd ? j : kept[q++];
     }
   }
+  return true;
 }
 
 /* reducer(a, x) */
@@ -172,7 +192,7 @@ static LLVMValueRef reduce_row(Norm *nm, const HloInstr *r, const char *name, in
   if (!acc)
     return NULL;
   for (int p = 0; p < nm->npos; p++) {
-    LLVMValueRef x = cg_elemental_emit(nm->el, r->ops[0], nm->idx + (size_t)p * (size_t)nm->rank);
+    LLVMValueRef x = cg_elemental_emit(nm->el, r->ops[0], nm->sidx + (size_t)p * (size_t)nm->srank);
     LLVMValueRef nv = x ? combine(nm, r, acc, x) : NULL;
     if (!nv)
       return NULL;
@@ -214,7 +234,8 @@ static bool emit(Norm *nm, const char *name, LaunchDims *ld) {
                       (long long)nm->rn.rows);
   ld->grid[0] = (uint32_t)grid;
   ld->block[0] = (uint32_t)(nm->t * nm->r);
-  positions(nm);
+  if (!positions(nm))
+    return false;
   for (int k = 0; k < nm->rn.nreduces; k++) {
     const HloInstr *r = nm->rn.reduces[k];
     LLVMValueRef v = reduce_row(nm, r, name, k);
@@ -225,7 +246,7 @@ static bool emit(Norm *nm, const char *name, LaunchDims *ld) {
   const HloInstr *root = cg_fusion_comp(nm->k.instr)->root;
   const Shape *os = nm->k.out_shapes[0];
   for (int p = 0; p < nm->npos; p++) {
-    LLVMValueRef *ix = nm->idx + (size_t)p * (size_t)nm->rank;
+    LLVMValueRef *ix = nm->oidx + (size_t)p * (size_t)nm->orank;
     LLVMValueRef v = cg_elemental_emit(nm->el, root, ix);
     if (!v)
       return false;
@@ -254,30 +275,31 @@ bool cg_emit_norm_kernel(Codegen *cg, const HloInstr *instr, const RowNorm *rn,
   nm->cg = cg;
   nm->d = d;
   nm->rn = *rn;
-  const Shape *s = rn->space;
-  nm->rank = s->rank;
+  const Shape *os = rn->out;
+  nm->orank = os->rank;
+  nm->srank = rn->space->rank;
   bool ok = false, begun = false;
-  if (!cg->is_gpu || s->rank > NORM_MAX_RANK || !plan(nm)) {
+  if (!cg->is_gpu || nm->orank > NORM_MAX_RANK || nm->srank > NORM_MAX_RANK || !plan(nm)) {
     diag_error(d, instr->loc, "codegen: rows of %lld elements are too long for the "
                "normalization kernel", (long long)rn->n);
     goto done;
   }
-  const Layout *l = s->layout;
-  bool use_layout = l && l->rank == s->rank;
-  for (int j = s->rank - 1; j >= 0; j--) {
-    int dd = use_layout ? (int)l->minor_to_major[j] : s->rank - 1 - j;
-    if (dd < 0 || dd >= s->rank) {
-      diag_error(d, instr->loc, "codegen: bad layout of the normalization's rows");
+  const Layout *l = os->layout;
+  bool use_layout = l && l->rank == os->rank;
+  for (int j = os->rank - 1; j >= 0; j--) {
+    int dd = use_layout ? (int)l->minor_to_major[j] : os->rank - 1 - j;
+    if (dd < 0 || dd >= os->rank) {
+      diag_error(d, instr->loc, "codegen: bad layout of the normalization's output");
       goto done;
     }
-    if (dd != rn->dim)
+    if (dd != rn->out_dim)
       nm->kept[nm->nkept++] = dd;
   }
   if (!cg_kernel_begin(cg, instr, name, &nm->k, d))
     goto done;
   begun = true;
-  if (nm->k.nout != 1 || nm->k.out_shapes[0]->rank != s->rank ||
-      memcmp(nm->k.out_shapes[0]->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) != 0) {
+  if (nm->k.nout != 1 || nm->k.out_shapes[0]->rank != os->rank ||
+      memcmp(nm->k.out_shapes[0]->dims, os->dims, sizeof(int64_t) * (size_t)os->rank) != 0) {
     diag_error(d, instr->loc, "codegen: a normalization's output is not its rows");
     goto done;
   }
@@ -290,7 +312,8 @@ done:
     cg_elemental_free(nm->el);
   if (begun)
     cg_kernel_end(&nm->k);
-  free(nm->idx);
+  free(nm->oidx);
+  free(nm->sidx);
   free(nm->valid);
   free(nm);
   return ok;

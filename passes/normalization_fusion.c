@@ -16,19 +16,24 @@
  *   out = loop_fusion(sum, e)                e / broadcast(sum)
  *
  * and layer norm or RMS norm look alike, with row-shaped loop fusions
- * between (mean = sum / n used twice).  From a candidate output O (a
- * fusion or elementwise op of the rows' shape S, n = the size of its
- * minor-most physical dimension at most ROW_NORM_MAX_ROW), the group grows
+ * between (mean = sum / n used twice).  From a candidate output O (an
+ * elementwise-like fusion or op whose rows, along its minor-most physical
+ * dimension, have n elements, 2 <= n <= ROW_NORM_MAX_ROW), the group grows
  * over O's producers, and theirs, that are used only inside the group:
- *   - row reductions: a reduce (fused or bare) of one S-shaped operand
- *     over that dimension;
+ *   - row reductions: a reduce (fused or bare) of one operand over its
+ *     minor-most physical dimension, of n elements; the first one fixes
+ *     the reduces' operand shape S, which the others must have;
  *   - elementwise-like loop fusions (only the ops the elemental emitter
- *     computes at any index) and bare elementwise ops, of shape S or of
- *     the rows' shape (S without the row dimension, or with it of size 1).
+ *     computes at any index) and bare elementwise ops, of O's shape, of
+ *     S, or of the rows' values of either (the shape without the row
+ *     dimension, or with it of size 1).
+ * O may be S itself or a reshape or transpose of it that keeps the rows
+ * (Llama's RMS norm ends in a reshape of [1,64,4096] to [64,4096]).
  * A group with a reduce is merged into one computation (the members'
  * fused computations inlined, producers first; external operands become
- * its parameters) which must pass row_norm_analyze: every reduce read at
- * the row of the element computed, along every path.  Otherwise the
+ * its parameters) which must pass row_norm_analyze: along every path
+ * from the root, every reduce is read at one reduce row per output row, the
+ * same for all of them.  Otherwise the
  * merged computation is dropped and nothing changes.
  *
  * Producers used outside the group (a mean a backward pass also reads)
@@ -56,8 +61,12 @@ enum {
 };
 
 typedef struct Rows {
-  const Shape *s;                 /* the output's shape S */
-  int dim;                        /* its row dimension */
+  const Shape *out;               /* the output's shape */
+  int out_dim;                    /* its row dimension (minor-most) */
+  int64_t n;                      /* the row length */
+  const Shape *s;                 /* the reduces' operand shape S, once one
+                                     joined (NULL before) */
+  int dim;                        /* their reduced dimension */
 } Rows;
 
 typedef struct NormFuser {
@@ -123,13 +132,13 @@ static bool elementwise_like(const HloInstr *i) {
   return true;
 }
 
-/* The reduce of a row reduction over rows r (a fusion whose root it is, or
- * itself), else NULL. */
+/* The reduce of a row reduction (a fusion whose root it is, or itself) of
+ * r's row length, over S once r has one, else NULL. */
 static const HloInstr *row_reduce(const HloInstr *i, const Rows *r) {
   const HloComp *c = fused_comp(i);
   const HloInstr *x = c ? c->root : i;
   if (x->op != HLO_REDUCE || x->nops != 2 || x->ncalled != 1 || x->dims.n != 1 ||
-      x->dims.v[0] != r->dim || !shape_is_array(x->shape))
+      !shape_is_array(x->shape))
     return NULL;
   if (c) {
     for (int k = 0; k < c->ninstrs; k++)
@@ -137,24 +146,35 @@ static const HloInstr *row_reduce(const HloInstr *i, const Rows *r) {
         return NULL;
   }
   const Shape *s = x->ops[0]->shape;
-  if (!same_dims(s, r->s->rank, r->s->dims) || row_norm_minor_dim(s) != r->dim)
+  int d = (int)x->dims.v[0];
+  if (!shape_is_array(s) || row_norm_minor_dim(s) != d || s->dims[d] != r->n)
+    return NULL;
+  if (r->s && (!same_dims(s, r->s->rank, r->s->dims) || d != r->dim))
     return NULL;
   return x;
 }
 
-/* The shape of the rows' values: S without the row dimension, or with it
- * of size 1. */
-static bool row_shaped(const Shape *s, const Rows *r) {
-  if (!shape_is_array(s))
+/* The shape of the rows' values of rows of shape s along dim: s without
+ * that dimension, or with it of size 1. */
+static bool row_shaped(const Shape *p, const Shape *s, int dim) {
+  if (!shape_is_array(p) || s->rank > 64)
     return false;
   int64_t dims[64];
-  int rank = r->s->rank;
-  memcpy(dims, r->s->dims, sizeof(int64_t) * (size_t)rank);
-  dims[r->dim] = 1;
-  if (same_dims(s, rank, dims))
+  int rank = s->rank;
+  memcpy(dims, s->dims, sizeof(int64_t) * (size_t)rank);
+  dims[dim] = 1;
+  if (same_dims(p, rank, dims))
     return true;
-  memmove(dims + r->dim, dims + r->dim + 1, sizeof(int64_t) * (size_t)(rank - r->dim - 1));
-  return same_dims(s, rank - 1, dims);
+  memmove(dims + dim, dims + dim + 1, sizeof(int64_t) * (size_t)(rank - dim - 1));
+  return same_dims(p, rank - 1, dims);
+}
+
+/* A shape an elementwise member may have: the output's, S's, or their
+ * rows' values'. */
+static bool member_shape(const Shape *p, const Rows *r) {
+  if (same_dims(p, r->out->rank, r->out->dims) || row_shaped(p, r->out, r->out_dim))
+    return true;
+  return r->s && (same_dims(p, r->s->rank, r->s->dims) || row_shaped(p, r->s, r->dim));
 }
 
 static bool is_member(const NormFuser *f, const HloInstr *i) {
@@ -169,11 +189,8 @@ static bool can_join(NormFuser *f, HloInstr *p, const Rows *r) {
   if (claimed(f, p) || is_member(f, p) || ir_is_root(p) || ir_has_control_deps(f->e, p) ||
       !shape_is_array(p->shape) || shape_is_dynamic(p->shape))
     return false;
-  if (!row_reduce(p, r)) {
-    if (!elementwise_like(p) ||
-        !(same_dims(p->shape, r->s->rank, r->s->dims) || row_shaped(p->shape, r)))
-      return false;
-  }
+  if (!row_reduce(p, r) && !(elementwise_like(p) && member_shape(p->shape, r)))
+    return false;
   HloInstr **users;
   int nu = ir_users(f->e, p, &users);
   for (int k = 0; k < nu; k++)
@@ -189,7 +206,7 @@ static int comp_size(const HloInstr *i) {
 
 /* Grows the group of output o over its producers; false when it has no
  * row reduction or grows too large. */
-static bool grow(NormFuser *f, HloInstr *o, const Rows *r) {
+static bool grow(NormFuser *f, HloInstr *o, Rows *r) {
   f->members.len = 0;
   vec_push(&f->members, o);
   int reduces = 0, size = comp_size(o);
@@ -204,8 +221,12 @@ static bool grow(NormFuser *f, HloInstr *o, const Rows *r) {
           continue;
         if (f->members.len == MAX_MEMBERS)
           return false;
-        if (row_reduce(p, r))
+        const HloInstr *x = row_reduce(p, r);
+        if (x) {
           reduces++;
+          r->s = x->ops[0]->shape;
+          r->dim = (int)x->dims.v[0];
+        }
         size += comp_size(p);
         vec_push(&f->members, p);
         grew = true;
@@ -286,14 +307,14 @@ static bool try_output(NormFuser *f, HloComp *c, HloInstr *o, HloInstr *const *o
       !shape_is_array(o->shape) || shape_is_dynamic(o->shape) || o->shape->rank < 1 ||
       o->shape->rank > 64 || !elementwise_like(o))
     return false;
-  Rows r = {o->shape, row_norm_minor_dim(o->shape)};
-  int64_t len = o->shape->dims[r.dim];
-  if (len < 2 || len > ROW_NORM_MAX_ROW || !grow(f, o, &r))
+  Rows r = {o->shape, row_norm_minor_dim(o->shape), 0, NULL, 0};
+  r.n = o->shape->dims[r.out_dim];
+  if (r.n < 2 || r.n > ROW_NORM_MAX_ROW || !grow(f, o, &r))
     return false;
   PtrVec ext = {0};
   HloComp *fc = merge(f, c, order, n, &ext);
   RowNorm rn;
-  bool ok = fc->root && row_norm_analyze(f->aff, fc, &rn, NULL) && rn.dim == r.dim;
+  bool ok = fc->root && row_norm_analyze(f->aff, fc, &rn, NULL);
   if (ok) {
     HloInstr *fu = ir_new(f->e, c, HLO_FUSION, o->shape, ext.len, (HloInstr *const *)ext.data);
     fu->name = (char *)fusion_name(f, o);

@@ -1,8 +1,8 @@
 /*
  * row_norm.c - the row-normalization analysis (row_norm.h): the shape
  * checks of the reduces and the root, then the indexing maps from the root
- * to every reduce (indexing_comp_out_to_in), each of which must keep the
- * row of the element being computed.
+ * to every reduce (indexing_comp_out_to_in), which must all be one map
+ * from an output row to a reduce row.
  */
 #include "row_norm.h"
 
@@ -48,25 +48,32 @@ static int position(const HloComp *c, const HloInstr *x) {
   return -1;
 }
 
-/* The map (d0, .., dr-1) -> (the dims but `dim`), without symbols. */
-static bool row_map(const IndexingMap *m, int rank, int dim) {
-  if (m->undefined || m->empty || m->nrange || m->nrt || m->ndims != rank ||
-      m->nresults != rank - 1)
+/* A map from the root to a reduce that picks one reduce row per output
+ * row: no symbols, no runtime variables, results not using d<out_dim>. */
+static bool row_map(const IndexingMap *m, int out_rank, int out_dim, int red_rank) {
+  if (m->undefined || m->empty || m->nrange || m->nrt || m->ndims != out_rank ||
+      m->nresults != red_rank)
     return false;
-  for (int k = 0, j = 0; k < rank; k++) {
-    if (k == dim)
-      continue;
-    const AffExpr *e = m->results[j++];
-    if (e->kind != AFF_DIM || e->value != k)
+  for (int k = 0; k < m->nresults; k++)
+    if (aff_uses_dim(m->results[k], out_dim))
       return false;
-  }
+  return true;
+}
+
+static bool same_results(const IndexingMap *a, const IndexingMap *b) {
+  if (a->nresults != b->nresults)
+    return false;
+  for (int k = 0; k < a->nresults; k++)
+    if (a->results[k] != b->results[k])
+      return false;
   return true;
 }
 
 bool row_norm_analyze(AffCtx *c, const HloComp *comp, RowNorm *rn, const char **why) {
   memset(rn, 0, sizeof *rn);
   const HloInstr *root = comp ? comp->root : NULL;
-  if (!root || !shape_is_array(root->shape) || root->op == HLO_REDUCE)
+  if (!root || !shape_is_array(root->shape) || root->shape->rank < 1 ||
+      root->op == HLO_REDUCE)
     return fail(why, "the root is not an array computed from reduces");
   int n = comp->ninstrs;
   bool *dep = xcalloc((size_t)n + 1, sizeof *dep);   /* depends on a reduce */
@@ -113,10 +120,12 @@ bool row_norm_analyze(AffCtx *c, const HloComp *comp, RowNorm *rn, const char **
     return fail(why, "no reduce");
   if (rn->dim < 0 || rn->dim >= rn->space->rank)
     return fail(why, "bad reduce dimension");
-  if (!same_dims(root->shape, rn->space))
-    return fail(why, "the root's shape is not the rows' shape");
   rn->n = rn->space->dims[rn->dim];
-  int64_t total = shape_elements(rn->space);
+  rn->out = root->shape;
+  rn->out_dim = row_norm_minor_dim(root->shape);
+  if (rn->out_dim < 0 || root->shape->dims[rn->out_dim] != rn->n)
+    return fail(why, "the root's rows are not the reduces' rows");
+  int64_t total = shape_elements(root->shape);
   rn->rows = rn->n > 0 ? total / rn->n : 0;
   if (rn->n <= 0 || rn->rows <= 0)
     return fail(why, "empty rows");
@@ -125,9 +134,13 @@ bool row_norm_analyze(AffCtx *c, const HloComp *comp, RowNorm *rn, const char **
     const IndexingMapSet *set = comp_indexing_get(ci, rn->reduces[k], 0);
     if (!set)
       return fail(why, "a reduce the root does not read");
-    for (int j = 0; j < set->n; j++)
-      if (!row_map(set->maps[j], rn->space->rank, rn->dim))
+    for (int j = 0; j < set->n; j++) {
+      const IndexingMap *m = set->maps[j];
+      if (!row_map(m, root->shape->rank, rn->out_dim, rn->space->rank - 1) ||
+          (rn->row && !same_results(m, rn->row)))
         return fail(why, "a reduce read at another row than the element's");
+      rn->row = m;
+    }
   }
   return true;
 }

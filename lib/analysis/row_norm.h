@@ -4,16 +4,20 @@
  * elementwise prologue and epilogue) that one GPU kernel computes with a
  * row per block (or per warp), and its rows.
  *
- * A row normalization has one array output of the rows' shape S and one or
- * more reduces of S-shaped operands over the same single dimension of S
- * (the row dimension), none at the root.  Every reduce is read, through
- * every path from the root, at the row of the root element being
- * computed: the indexing map from the root to the reduce is exactly
- * (d0, .., dr-1) -> (the dims other than the row dimension).  So a kernel
- * that computes one row's reduces once (in a reducer's order of its
- * choosing) and binds them can compute every element of that row, and of
- * each reduce's operand, elementally.  Everything not depending on a
- * reduce is unconstrained.
+ * A row normalization has one array output, whose rows (along its
+ * minor-most physical dimension) have n elements, and one or more reduces
+ * of operands of one shape S over the same single dimension of S, of n
+ * elements too (the reduces' rows), none at the root.  Every reduce is
+ * read, through every path from the root, at one reduce row per output
+ * row: the indexing maps from the root to the reduces are one map, without
+ * symbols, whose results do not use the output's row dimension.  The root
+ * is usually S itself (the map drops the row dimension), or a reshape or
+ * transpose of it that keeps the rows (an RMS norm whose epilogue reshapes
+ * [1,64,4096] to [64,4096]).  So a kernel that takes an output row,
+ * computes its reduce row's reduces once (in a reducer's order of its
+ * choosing) and binds them can compute every element of that output row,
+ * and of each reduce's operand, elementally.  Everything not depending on
+ * a reduce is unconstrained.
  *
  * Used by normalization-fusion (passes/normalization_fusion.c), which
  * forms such fusions on the GPU target, and by the GPU kernel emitter
@@ -32,9 +36,12 @@ enum {
 
 typedef struct RowNorm {
   const Shape *space;             /* S: the reduces' operand shape */
-  int dim;                        /* the reduced (row) dimension of S */
+  int dim;                        /* the reduced dimension of S */
   int64_t n;                      /* row length: S.dims[dim] */
-  int64_t rows;                   /* elements of S / n */
+  const Shape *out;               /* the root's shape */
+  int out_dim;                    /* its row dimension (minor-most) */
+  int64_t rows;                   /* output rows: elements of out / n */
+  const IndexingMap *row;         /* root -> every reduce's result */
   int nreduces;
   const HloInstr *reduces[ROW_NORM_MAX_REDUCES]; /* producers first */
 } RowNorm;

@@ -358,6 +358,74 @@ Test(codegen_norm, rms_norm_f16_sum_in_f16) {
   check_fmt(RmsNormFmt, "f16", 3, 64, 2e-2, 2e-2, 96, 1);
 }
 
+/* As priority-fusion leaves Llama's RMS norm: bf16 in, f32 inside, the
+ * scale applied through a transpose and the output reshaped [1,64,256] ->
+ * [64,256]: the output rows are the reduce rows under another shape. */
+Test(codegen_norm, rms_norm_reshaped_output) {
+  check("HloModule rms_reshaped\n"
+        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\n"
+        "fused {\n"
+        "  x = bf16[1,64,256] parameter(0)\n"
+        "  w = f32[256] parameter(1)\n"
+        "  xf = f32[1,64,256] convert(x)\n"
+        "  sq = f32[1,64,256] multiply(xf, xf)\n"
+        "  z = f32[] constant(0)\n"
+        "  s = f32[1,64] reduce(sq, z), dimensions={2}, to_apply=add\n"
+        "  nn = f32[] constant(256)\n"
+        "  nb = f32[1,64] broadcast(nn), dimensions={}\n"
+        "  ms = f32[1,64] divide(s, nb)\n"
+        "  eps = f32[] constant(1e-05)\n"
+        "  eb = f32[1,64] broadcast(eps), dimensions={}\n"
+        "  mse = f32[1,64] add(ms, eb)\n"
+        "  rs = f32[1,64] rsqrt(mse)\n"
+        "  rb = f32[1,64,256] broadcast(rs), dimensions={0,1}\n"
+        "  y = f32[1,64,256] multiply(xf, rb)\n"
+        "  yb = bf16[1,64,256] convert(y)\n"
+        "  t = bf16[256,1,64] transpose(yb), dimensions={2,0,1}\n"
+        "  r = bf16[256,64] reshape(t)\n"
+        "  wh = bf16[256] convert(w)\n"
+        "  wb = bf16[256,64] broadcast(wh), dimensions={0}\n"
+        "  m = bf16[256,64] multiply(wb, r)\n"
+        "  r2 = bf16[256,1,64] reshape(m)\n"
+        "  t2 = bf16[1,64,256] transpose(r2), dimensions={1,2,0}\n"
+        "  ROOT o = bf16[64,256] reshape(t2)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  x = bf16[1,64,256] parameter(0)\n"
+        "  w = f32[256] parameter(1)\n"
+        "  ROOT f = bf16[64,256] fusion(x, w), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-3, 1e-2, 128, 16);
+}
+
+/* Gemma's per-head RMS norm: the operand reshaped [64,1024] ->
+ * [1,64,4,256] inside the fusion, the output heads-major [1,4,64,256]. */
+Test(codegen_norm, head_norm_transposed_output) {
+  check("HloModule head_norm\n"
+        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\n"
+        "fused {\n"
+        "  x = f32[64,1024] parameter(0)\n"
+        "  xr = f32[1,64,4,256] reshape(x)\n"
+        "  sq = f32[1,64,4,256] multiply(xr, xr)\n"
+        "  z = f32[] constant(0)\n"
+        "  s = f32[1,64,4] reduce(sq, z), dimensions={3}, to_apply=add\n"
+        "  eps = f32[] constant(1e-06)\n"
+        "  eb = f32[1,64,4] broadcast(eps), dimensions={}\n"
+        "  se = f32[1,64,4] add(s, eb)\n"
+        "  rs = f32[1,64,4] rsqrt(se)\n"
+        "  rb = f32[1,64,4,256] broadcast(rs), dimensions={0,1,2}\n"
+        "  y = f32[1,64,4,256] multiply(xr, rb)\n"
+        "  ROOT o = f32[1,4,64,256] transpose(y), dimensions={0,2,1,3}\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  x = f32[64,1024] parameter(0)\n"
+        "  ROOT f = f32[1,4,64,256] fusion(x), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-5, 1e-4, 32 * 4, 64);
+}
+
 /*
  * The analysis
  */
@@ -372,9 +440,31 @@ static bool analyze(const char *hlo, const char **why) {
 }
 
 Test(codegen_norm, analysis_refuses_another_row) {
-  /* the sum of row 7 - i divides row i: not a normalization */
+  /* x[i][j] / sum(x[j]): the sum's row depends on the output's row
+   * dimension, not one reduce row per output row */
   const char *why = NULL;
-  cr_expect_not(analyze("HloModule rev\n"
+  cr_expect_not(analyze("HloModule cols\n"
+                        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                        "  ROOT s = f32[] add(a, b)\n}\n"
+                        "fused {\n"
+                        "  x = f32[64,64] parameter(0)\n"
+                        "  z = f32[] constant(0)\n"
+                        "  s = f32[64] reduce(x, z), dimensions={1}, to_apply=add\n"
+                        "  sb = f32[64,64] broadcast(s), dimensions={1}\n"
+                        "  ROOT r = f32[64,64] divide(x, sb)\n"
+                        "}\n"
+                        "ENTRY e {\n"
+                        "  x = f32[64,64] parameter(0)\n"
+                        "  ROOT f = f32[64,64] fusion(x), kind=kLoop, calls=fused\n"
+                        "}\n",
+                        &why));
+  cr_expect(why && strstr(why, "another row"), "why: %s", why ? why : "(none)");
+}
+
+Test(codegen_norm, analysis_refuses_two_rows) {
+  /* row i reads the sums of rows i and 7 - i */
+  const char *why = NULL;
+  cr_expect_not(analyze("HloModule two_rows\n"
                         "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
                         "  ROOT s = f32[] add(a, b)\n}\n"
                         "fused {\n"
@@ -382,7 +472,8 @@ Test(codegen_norm, analysis_refuses_another_row) {
                         "  z = f32[] constant(0)\n"
                         "  s = f32[8] reduce(x, z), dimensions={1}, to_apply=add\n"
                         "  rv = f32[8] reverse(s), dimensions={0}\n"
-                        "  sb = f32[8,64] broadcast(rv), dimensions={0}\n"
+                        "  sr = f32[8] add(s, rv)\n"
+                        "  sb = f32[8,64] broadcast(sr), dimensions={0}\n"
                         "  ROOT r = f32[8,64] divide(x, sb)\n"
                         "}\n"
                         "ENTRY e {\n"
@@ -415,8 +506,9 @@ Test(codegen_norm, analysis_refuses_different_rows) {
   cr_expect(why && strstr(why, "different rows"), "why: %s", why ? why : "(none)");
 }
 
-/* Not a normalization, computed by the loop kernel: still right. */
-Test(codegen_norm, another_row_uses_the_loop_kernel) {
+/* Row i divided by the sum of row 7 - i: one reduce row per output row,
+ * another than its own. */
+Test(codegen_norm, reversed_rows) {
   check("HloModule rev\n"
         "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
         "  ROOT s = f32[] add(a, b)\n}\n"
@@ -431,6 +523,26 @@ Test(codegen_norm, another_row_uses_the_loop_kernel) {
         "ENTRY e {\n"
         "  x = f32[8,64] parameter(0)\n"
         "  ROOT f = f32[8,64] fusion(x), kind=kLoop, calls=fused\n"
+        "}\n",
+        1e-5, 1e-4, 128, 2);
+}
+
+/* Not a normalization (the sums indexed by the column), computed by the
+ * loop kernel: still right. */
+Test(codegen_norm, column_sums_use_the_loop_kernel) {
+  check("HloModule cols\n"
+        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\n"
+        "fused {\n"
+        "  x = f32[64,64] parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  s = f32[64] reduce(x, z), dimensions={1}, to_apply=add\n"
+        "  sb = f32[64,64] broadcast(s), dimensions={1}\n"
+        "  ROOT r = f32[64,64] divide(x, sb)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  x = f32[64,64] parameter(0)\n"
+        "  ROOT f = f32[64,64] fusion(x), kind=kLoop, calls=fused\n"
         "}\n",
         1e-5, 1e-4, 0, 0);
 }
