@@ -198,6 +198,10 @@ bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
  * result leaves (k->temp); the emitter sets ld->temp_bytes to its size. */
 bool cg_kernel_begin_temp(Codegen *cg, const HloInstr *instr, const char *name,
                           CgKernel *k, Diag *d);
+/* NVPTX: the kernel is launched with at most `threads` threads per block
+ * (.maxntid), so that ptxas keeps its registers within what a block of
+ * that many may use (64 each for 1024). */
+void cg_kernel_max_threads(CgKernel *k, unsigned threads);
 /* Emits `ret void` at the builder's position, counts a kernel that is not
  * k->scalar in cg->nvector and frees k's arrays. */
 void cg_kernel_end(CgKernel *k);

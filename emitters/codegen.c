@@ -268,6 +268,19 @@ static void annotate_kernel(Codegen *cg, LLVMValueRef fn) {
   LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
 }
 
+void cg_kernel_max_threads(CgKernel *k, unsigned threads) {
+  Codegen *cg = k->cg;
+  if (!cg->is_gpu)
+    return;
+  LLVMMetadataRef md[3] = {
+    LLVMValueAsMetadata(k->fn),
+    LLVMMDStringInContext2(cg->ctx, "maxntidx", 8),
+    LLVMValueAsMetadata(LLVMConstInt(cg_i32(cg), threads, false)),
+  };
+  LLVMValueRef node = LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, md, 3));
+  LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
+}
+
 static bool kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
                          bool temp, CgKernel *k, Diag *d) {
   memset(k, 0, sizeof *k);

@@ -226,6 +226,32 @@ static LLVMValueRef reduce_row(Norm *nm, const HloInstr *r, const char *name, in
   return acc;
 }
 
+/* Loads, position after position, every parameter the root reads through
+ * one plain map (gamma and beta of a layer norm), at the index values the
+ * epilogue will reach it with: the elemental cache hands them over, and
+ * consecutive positions' loads sit together, where the load/store
+ * vectorizer makes them vector loads (emitted inside each position's
+ * epilogue, they are too far apart). */
+static void prefetch(Norm *nm) {
+  Codegen *cg = nm->cg;
+  const HloComp *c = cg_fusion_comp(nm->k.instr);
+  CompIndexing *ci = indexing_comp_out_to_in(cg->aff, c, 0);
+  for (int k = 0; k < c->nparams; k++) {
+    const HloInstr *prm = c->params[k];
+    const IndexingMapSet *set = prm ? comp_indexing_get(ci, prm, 0) : NULL;
+    if (!set || set->n != 1 || !shape_is_array(prm->shape) || prm->shape->rank > NORM_MAX_RANK)
+      continue;
+    const IndexingMap *m = set->maps[0];
+    if (m->undefined || m->empty || imap_nsyms(m) || m->ncons ||
+        m->nresults != prm->shape->rank || m->ndims != nm->orank)
+      continue;
+    LLVMValueRef ix[NORM_MAX_RANK];
+    for (int p = 0; p < nm->npos; p++)
+      if (cg_emit_map_results(cg, m, nm->oidx + (size_t)p * (size_t)nm->orank, ix))
+        cg_elemental_emit(nm->el, prm, ix);
+  }
+}
+
 static bool emit(Norm *nm, const char *name, LaunchDims *ld) {
   Codegen *cg = nm->cg;
   int64_t grid = (nm->rn.rows + nm->r - 1) / nm->r;
@@ -234,6 +260,10 @@ static bool emit(Norm *nm, const char *name, LaunchDims *ld) {
                       (long long)nm->rn.rows);
   ld->grid[0] = (uint32_t)grid;
   ld->block[0] = (uint32_t)(nm->t * nm->r);
+  /* a block of up to 256 threads launches whatever registers ptxas uses
+   * (255 at most); a larger one must stay within 64K / threads each */
+  if (ld->block[0] > 256)
+    cg_kernel_max_threads(&nm->k, ld->block[0]);
   if (!positions(nm))
     return false;
   for (int k = 0; k < nm->rn.nreduces; k++) {
@@ -243,19 +273,28 @@ static bool emit(Norm *nm, const char *name, LaunchDims *ld) {
       return false;
     cg_elemental_bind(nm->el, r, v);
   }
+  /* every value first, then the stores: the load/store vectorizer does
+   * not move a load of an operand past a store that may alias it */
+  prefetch(nm);
   const HloInstr *root = cg_fusion_comp(nm->k.instr)->root;
   const Shape *os = nm->k.out_shapes[0];
-  for (int p = 0; p < nm->npos; p++) {
-    LLVMValueRef *ix = nm->oidx + (size_t)p * (size_t)nm->orank;
-    LLVMValueRef v = cg_elemental_emit(nm->el, root, ix);
-    if (!v)
+  LLVMValueRef *vals = xcalloc((size_t)nm->npos + 1, sizeof *vals);
+  for (int p = 0; p < nm->npos; p++)
+    if (!(vals[p] = cg_elemental_emit(nm->el, root, nm->oidx + (size_t)p * (size_t)nm->orank))) {
+      free(vals);
       return false;
-    LLVMValueRef ok = and_opt(cg, nm->row_ok, nm->valid[p]);
+    }
+  /* a run's stores under one branch (the run is in the row as a whole) */
+  for (int64_t k = 0; k < nm->chunks; k++) {
+    int p0 = (int)(k * nm->v);
+    LLVMValueRef ok = and_opt(cg, nm->row_ok, nm->valid[p0]);
     LLVMBasicBlockRef join = ok ? if_begin(cg, ok, "store") : NULL;
-    cg_store_elem(cg, nm->k.out[0], os, ix, v);
+    for (int p = p0; p < p0 + nm->v; p++)
+      cg_store_elem(cg, nm->k.out[0], os, nm->oidx + (size_t)p * (size_t)nm->orank, vals[p]);
     if (join)
       if_end(cg, join);
   }
+  free(vals);
   return true;
 }
 
