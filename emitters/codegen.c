@@ -512,7 +512,9 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
   RowNorm rn;
   bool norm = false;              /* a row normalization, GPU only */
   bool ok;
-  if (hero->op == HLO_REDUCE)
+  if (cg->is_gpu && (norm = cg_is_norm_fusion(cg, i, &rn)))
+    ok = cg_emit_norm_kernel(cg, i, &rn, name, ld, d);
+  else if (hero->op == HLO_REDUCE)
     ok = cg_emit_reduction_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_DOT)
     ok = cg_emit_dot_kernel(cg, i, hero, name, ld, d);
@@ -532,8 +534,6 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_rng_kernel(cg, i, hero, name, ld, d);
   else if (i->op == HLO_RNG_GET_AND_UPDATE_STATE)
     ok = cg_emit_rng_state_kernel(cg, i, name, ld, d);
-  else if (cg->is_gpu && (norm = cg_is_norm_fusion(cg, i, &rn)))
-    ok = cg_emit_norm_kernel(cg, i, &rn, name, ld, d);
   else if (cg->is_gpu && (tiled = cg_transpose_hero(i)) != NULL)
     ok = cg_emit_transpose_kernel(cg, i, name, ld, d);
   else

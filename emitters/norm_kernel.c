@@ -73,6 +73,8 @@ typedef struct Norm {
   LLVMValueRef *valid;            /* npos: i1, NULL when always in the row */
   LLVMValueRef row_ok;            /* i1, NULL when every row is real */
   LLVMValueRef rr, lane, warp;    /* row in the block, lane, warp in the row */
+  LLVMValueRef red_row[NORM_MAX_RANK]; /* the reduce row's index (i64) */
+  LLVMValueRef red_val[ROW_NORM_MAX_REDUCES]; /* the row's reduce values */
 } Norm;
 
 static LLVMValueRef sreg64(Codegen *cg, const char *reg) {
@@ -141,11 +143,12 @@ static bool positions(Norm *nm) {
     row = LLVMBuildSelect(b, nm->row_ok, row, cg_const_i64(cg, rows - 1), "row_c");
   }
   int od = nm->rn.out_dim, sd = nm->rn.dim;
-  LLVMValueRef base[NORM_MAX_RANK], kept[NORM_MAX_RANK];
+  LLVMValueRef base[NORM_MAX_RANK];
+  const LLVMValueRef *kept = nm->red_row;
   cg_split_index(cg, row, nm->nkept, nm->kept, nm->rn.out->dims, base);
   base[od] = cg_const_i64(cg, 0);
   /* the reduce row: the map's results do not use the output's row dim */
-  if (!cg_emit_map_results(cg, nm->rn.row, base, kept))
+  if (!cg_emit_map_results(cg, nm->rn.row, base, nm->red_row))
     return diag_error(nm->d, nm->k.instr->loc, "codegen: no reduce row for the output rows");
   LLVMValueRef tv = LLVMBuildNUWMul(b, t, cg_const_i64(cg, nm->v), "tv");
   nm->npos = (int)(nm->chunks * nm->v);
@@ -252,6 +255,24 @@ static void prefetch(Norm *nm) {
   }
 }
 
+/* The reduce outputs (root tuple elements after the first): the row's
+ * value, stored by the row's first thread. */
+static void store_reduce_outputs(Norm *nm) {
+  if (nm->rn.nouts < 2)
+    return;
+  Codegen *cg = nm->cg;
+  LLVMBuilderRef b = cg->b;
+  LLVMValueRef first = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, nm->lane, cg_const_i64(cg, 0), ""),
+                                    LLVMBuildICmp(b, LLVMIntEQ, nm->warp, cg_const_i64(cg, 0), ""),
+                                    "first");
+  LLVMBasicBlockRef join = if_begin(cg, and_opt(cg, nm->row_ok, first), "reduce_out");
+  for (int o = 1; o < nm->rn.nouts; o++)
+    for (int k = 0; k < nm->rn.nreduces; k++)
+      if (nm->rn.reduces[k] == nm->rn.outs[o])
+        cg_store_elem(cg, nm->k.out[o], nm->k.out_shapes[o], nm->red_row, nm->red_val[k]);
+  if_end(cg, join);
+}
+
 static bool emit(Norm *nm, const char *name, LaunchDims *ld) {
   Codegen *cg = nm->cg;
   int64_t grid = (nm->rn.rows + nm->r - 1) / nm->r;
@@ -272,11 +293,13 @@ static bool emit(Norm *nm, const char *name, LaunchDims *ld) {
     if (!v)
       return false;
     cg_elemental_bind(nm->el, r, v);
+    nm->red_val[k] = v;
   }
+  store_reduce_outputs(nm);
   /* every value first, then the stores: the load/store vectorizer does
    * not move a load of an operand past a store that may alias it */
   prefetch(nm);
-  const HloInstr *root = cg_fusion_comp(nm->k.instr)->root;
+  const HloInstr *root = nm->rn.outs[0];
   const Shape *os = nm->k.out_shapes[0];
   LLVMValueRef *vals = xcalloc((size_t)nm->npos + 1, sizeof *vals);
   for (int p = 0; p < nm->npos; p++)
@@ -337,9 +360,15 @@ bool cg_emit_norm_kernel(Codegen *cg, const HloInstr *instr, const RowNorm *rn,
   if (!cg_kernel_begin(cg, instr, name, &nm->k, d))
     goto done;
   begun = true;
-  if (nm->k.nout != 1 || nm->k.out_shapes[0]->rank != os->rank ||
-      memcmp(nm->k.out_shapes[0]->dims, os->dims, sizeof(int64_t) * (size_t)os->rank) != 0) {
-    diag_error(d, instr->loc, "codegen: a normalization's output is not its rows");
+  bool outs_ok = nm->k.nout == rn->nouts;
+  for (int o = 0; o < rn->nouts && outs_ok; o++) {
+    const Shape *want = rn->outs[o]->shape, *leaf = nm->k.out_shapes[o];
+    outs_ok = leaf->rank == want->rank &&
+              (want->rank == 0 ||
+               memcmp(leaf->dims, want->dims, sizeof(int64_t) * (size_t)want->rank) == 0);
+  }
+  if (!outs_ok) {
+    diag_error(d, instr->loc, "codegen: a normalization's outputs are not its rows");
     goto done;
   }
   nm->el = cg_elemental_new(cg, cg_fusion_comp(instr), NULL, nm->k.in, d);

@@ -75,7 +75,11 @@ typedef struct NormFuser {
   AffCtx *aff;
   int cap;
   bool *claimed;                  /* by id: in a group already */
+  uint32_t *seen;                 /* by id: generation stamps */
+  uint32_t gen;
   PtrVec members;                 /* the group being grown, output first */
+  bool escapes;                   /* reduces may be outputs too */
+  PtrVec outs;                    /* those members, in order */
 } NormFuser;
 
 static void ensure_ids(NormFuser *f, int id) {
@@ -86,6 +90,8 @@ static void ensure_ids(NormFuser *f, int id) {
     cap *= 2;
   f->claimed = xreallocarray(f->claimed, (size_t)cap, sizeof *f->claimed);
   memset(f->claimed + f->cap, 0, (size_t)(cap - f->cap) * sizeof *f->claimed);
+  f->seen = xreallocarray(f->seen, (size_t)cap, sizeof *f->seen);
+  memset(f->seen + f->cap, 0, (size_t)(cap - f->cap) * sizeof *f->seen);
   f->cap = cap;
 }
 
@@ -184,19 +190,26 @@ static bool is_member(const NormFuser *f, const HloInstr *i) {
   return false;
 }
 
-/* Whether producer p may join the group of rows r. */
-static bool can_join(NormFuser *f, HloInstr *p, const Rows *r) {
-  if (claimed(f, p) || is_member(f, p) || ir_is_root(p) || ir_has_control_deps(f->e, p) ||
+enum { NO, JOIN, JOIN_AS_OUTPUT };
+
+/* Whether producer p may join the group of rows r: JOIN when all its users
+ * are members, JOIN_AS_OUTPUT for a row reduction that others read too
+ * (when f->escapes). */
+static int can_join(NormFuser *f, HloInstr *p, const Rows *r) {
+  if (claimed(f, p) || is_member(f, p) || ir_has_control_deps(f->e, p) ||
       !shape_is_array(p->shape) || shape_is_dynamic(p->shape))
-    return false;
-  if (!row_reduce(p, r) && !(elementwise_like(p) && member_shape(p->shape, r)))
-    return false;
+    return NO;
+  bool reduce = row_reduce(p, r) != NULL;
+  if (!reduce && !(elementwise_like(p) && member_shape(p->shape, r)))
+    return NO;
+  bool outside = ir_is_root(p);
   HloInstr **users;
   int nu = ir_users(f->e, p, &users);
   for (int k = 0; k < nu; k++)
-    if (!is_member(f, users[k]))
-      return false;
-  return nu > 0;
+    outside |= !is_member(f, users[k]);
+  if (!outside)
+    return nu > 0 ? JOIN : NO;
+  return reduce && f->escapes ? JOIN_AS_OUTPUT : NO;
 }
 
 static int comp_size(const HloInstr *i) {
@@ -204,10 +217,31 @@ static int comp_size(const HloInstr *i) {
   return c ? c->ninstrs : 1;
 }
 
-/* Grows the group of output o over its producers; false when it has no
+/* Adds p to the group (as an output too when out); false past the
+ * limits. */
+static bool add_member(NormFuser *f, HloInstr *p, Rows *r, bool out, int *reduces, int *size) {
+  if (f->members.len == MAX_MEMBERS || (out && f->outs.len == ROW_NORM_MAX_OUTS - 1))
+    return false;
+  const HloInstr *x = row_reduce(p, r);
+  if (x) {
+    (*reduces)++;
+    r->s = x->ops[0]->shape;
+    r->dim = (int)x->dims.v[0];
+  }
+  *size += comp_size(p);
+  vec_push(&f->members, p);
+  if (out)
+    vec_push(&f->outs, p);
+  return true;
+}
+
+/* Grows the group of output o over its producers, then (f->escapes) over
+ * the row reductions of o's rows that read o (an attention's sum of the
+ * exponentials, divided by after the PV product); false when it has no
  * row reduction or grows too large. */
 static bool grow(NormFuser *f, HloInstr *o, Rows *r) {
   f->members.len = 0;
+  f->outs.len = 0;
   vec_push(&f->members, o);
   int reduces = 0, size = comp_size(o);
   bool grew = true;
@@ -217,23 +251,57 @@ static bool grow(NormFuser *f, HloInstr *o, Rows *r) {
       HloInstr *mb = f->members.data[k];
       for (int j = 0; j < mb->nops; j++) {
         HloInstr *p = mb->ops[j];
-        if (!can_join(f, p, r))
+        int how = can_join(f, p, r);
+        if (how == NO)
           continue;
-        if (f->members.len == MAX_MEMBERS)
+        if (!add_member(f, p, r, how == JOIN_AS_OUTPUT, &reduces, &size))
           return false;
-        const HloInstr *x = row_reduce(p, r);
-        if (x) {
-          reduces++;
-          r->s = x->ops[0]->shape;
-          r->dim = (int)x->dims.v[0];
-        }
-        size += comp_size(p);
-        vec_push(&f->members, p);
         grew = true;
       }
     }
   }
+  if (f->escapes && r->s) {
+    HloInstr **uv;
+    int nu = ir_users(f->e, o, &uv);
+    HloInstr **users = xmalloc(sizeof *users * (size_t)(nu > 0 ? nu : 1));
+    memcpy(users, uv, sizeof *users * (size_t)nu);
+    bool ok = true;
+    for (int k = 0; k < nu && ok; k++) {
+      HloInstr *u = users[k];
+      if (!claimed(f, u) && !is_member(f, u) && !ir_has_control_deps(f->e, u) &&
+          shape_is_array(u->shape) && !shape_is_dynamic(u->shape) && row_reduce(u, r))
+        ok = add_member(f, u, r, true, &reduces, &size);
+    }
+    free(users);
+    if (!ok)
+      return false;
+  }
   return reduces > 0 && reduces <= ROW_NORM_MAX_REDUCES && size <= MAX_INSTRS;
+}
+
+/* Whether an external operand depends on a member: the fusion would read
+ * what it computes (a reduce output read by an operand of the group). */
+static bool reads_itself(NormFuser *f, const PtrVec *ext) {
+  f->gen++;
+  PtrVec stack = {0};
+  for (int k = 0; k < ext->len; k++)
+    vec_push(&stack, ext->data[k]);
+  bool found = false;
+  while (stack.len && !found) {
+    HloInstr *i = stack.data[--stack.len];
+    if (is_member(f, i)) {
+      found = true;
+      break;
+    }
+    ensure_ids(f, i->id);
+    if (f->seen[i->id] == f->gen)
+      continue;
+    f->seen[i->id] = f->gen;
+    for (int j = 0; j < i->nops; j++)
+      vec_push(&stack, i->ops[j]);
+  }
+  vec_free(&stack);
+  return found;
 }
 
 /* The members merged into a new computation (producers first, in the
@@ -281,6 +349,16 @@ static HloComp *merge(NormFuser *f, HloComp *c, HloInstr *const *order, int n,
       root = value[mi];
   }
   fc->root = root;
+  if (f->outs.len > 0) {
+    /* the main output, then the reduce outputs */
+    HloInstr *elems[ROW_NORM_MAX_OUTS];
+    elems[0] = root;
+    for (int k = 0; k < f->outs.len; k++)
+      for (int j = 0; j < f->members.len; j++)
+        if (f->members.data[j] == f->outs.data[k])
+          elems[k + 1] = value[j];
+    fc->root = ir_tuple(e, fc, f->outs.len + 1, elems);
+  }
   free(value);
   vec_free(&params);
   vec_free(&args);
@@ -301,42 +379,76 @@ static const char *fusion_name(NormFuser *f, const HloInstr *o) {
   return name;
 }
 
-/* Tries the group of output o; returns whether it made a fusion. */
+/* Replaces the group by fusion computation fc over ext. */
+static void build(NormFuser *f, HloComp *c, HloInstr *o, HloComp *fc, const PtrVec *ext) {
+  IrEdit *e = f->e;
+  Arena *a = ir_arena(e);
+  Shape *shape = o->shape;
+  if (f->outs.len > 0) {
+    Shape *elems[ROW_NORM_MAX_OUTS];
+    elems[0] = shape_clone(a, o->shape);
+    for (int k = 0; k < f->outs.len; k++)
+      elems[k + 1] = shape_clone(a, ((HloInstr *)f->outs.data[k])->shape);
+    shape = shape_tuple(a, f->outs.len + 1, elems);
+  }
+  HloInstr *fu = ir_new(e, c, HLO_FUSION, shape, ext->len, (HloInstr *const *)ext->data);
+  fu->name = (char *)fusion_name(f, o);
+  fu->fusion_kind = FUSION_CUSTOM;
+  fu->ncalled = 1;
+  fu->called = ARENA_ARRAY(a, HloComp *, 1);
+  fu->called[0] = fc;
+  fu->metadata = o->metadata;
+  fu->sharding = f->outs.len > 0 ? NULL : o->sharding;
+  fu->frontend_attrs = o->frontend_attrs;
+  fc->fusion_instr = fu;
+  for (int k = 0; k < f->members.len; k++) {
+    const HloInstr *mb = f->members.data[k];
+    ensure_ids(f, mb->id);
+    f->claimed[mb->id] = true;
+  }
+  ensure_ids(f, fu->id);
+  f->claimed[fu->id] = true;
+  if (f->outs.len == 0) {
+    ir_replace(e, o, fu);
+    return;
+  }
+  ir_replace(e, o, ir_gte(e, c, fu, 0));
+  for (int k = 0; k < f->outs.len; k++)
+    ir_replace(e, f->outs.data[k], ir_gte(e, c, fu, k + 1));
+}
+
+/* Tries the group of output o, with reduce outputs first, then without;
+ * returns whether it made a fusion. */
 static bool try_output(NormFuser *f, HloComp *c, HloInstr *o, HloInstr *const *order, int n) {
   if (claimed(f, o) || ir_removed(o) || ir_has_control_deps(f->e, o) ||
       !shape_is_array(o->shape) || shape_is_dynamic(o->shape) || o->shape->rank < 1 ||
       o->shape->rank > 64 || !elementwise_like(o))
     return false;
-  Rows r = {o->shape, row_norm_minor_dim(o->shape), 0, NULL, 0};
-  r.n = o->shape->dims[r.out_dim];
-  if (r.n < 2 || r.n > ROW_NORM_MAX_ROW || !grow(f, o, &r))
-    return false;
-  PtrVec ext = {0};
-  HloComp *fc = merge(f, c, order, n, &ext);
-  RowNorm rn;
-  bool ok = fc->root && row_norm_analyze(f->aff, fc, &rn, NULL);
-  if (ok) {
-    HloInstr *fu = ir_new(f->e, c, HLO_FUSION, o->shape, ext.len, (HloInstr *const *)ext.data);
-    fu->name = (char *)fusion_name(f, o);
-    fu->fusion_kind = FUSION_CUSTOM;
-    fu->ncalled = 1;
-    fu->called = ARENA_ARRAY(ir_arena(f->e), HloComp *, 1);
-    fu->called[0] = fc;
-    fu->metadata = o->metadata;
-    fu->sharding = o->sharding;
-    fu->frontend_attrs = o->frontend_attrs;
-    fc->fusion_instr = fu;
-    for (int k = 0; k < f->members.len; k++) {
-      const HloInstr *mb = f->members.data[k];
-      ensure_ids(f, mb->id);
-      f->claimed[mb->id] = true;
+  for (int escapes = 1; escapes >= 0; escapes--) {
+    f->escapes = escapes;
+    Rows r = {o->shape, row_norm_minor_dim(o->shape), 0, NULL, 0};
+    r.n = o->shape->dims[r.out_dim];
+    if (r.n < 2 || r.n > ROW_NORM_MAX_ROW)
+      return false;
+    if (!grow(f, o, &r)) {
+      if (escapes && f->outs.len > 0)
+        continue;
+      return false;
     }
-    ensure_ids(f, fu->id);
-    f->claimed[fu->id] = true;
-    ir_replace(f->e, o, fu);
+    PtrVec ext = {0};
+    HloComp *fc = merge(f, c, order, n, &ext);
+    RowNorm rn;
+    bool ok = fc->root && !(f->outs.len > 0 && reads_itself(f, &ext)) &&
+              row_norm_analyze(f->aff, fc, &rn, NULL);
+    if (ok)
+      build(f, c, o, fc, &ext);
+    vec_free(&ext);
+    if (ok)
+      return true;
+    if (f->outs.len == 0)
+      return false;             /* without reduce outputs it is the same */
   }
-  vec_free(&ext);
-  return ok;
+  return false;
 }
 
 static bool fuse_comp(NormFuser *f, HloComp *c) {
@@ -368,6 +480,8 @@ bool pass_normalization_fusion(HloModule *m, PassContext *ctx) {
   ir_remove_unused_comps(f.e);
   aff_ctx_free(f.aff);
   free(f.claimed);
+  free(f.seen);
   vec_free(&f.members);
+  vec_free(&f.outs);
   return ir_end(f.e, changed);
 }

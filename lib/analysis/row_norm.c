@@ -2,7 +2,8 @@
  * row_norm.c - the row-normalization analysis (row_norm.h): the shape
  * checks of the reduces and the root, then the indexing maps from the root
  * to every reduce (indexing_comp_out_to_in), which must all be one map
- * from an output row to a reduce row.
+ * from an output row to a reduce row, and from every reduce output to the
+ * reduces it reads, which must be its own row.
  */
 #include "row_norm.h"
 
@@ -69,12 +70,45 @@ static bool same_results(const IndexingMap *a, const IndexingMap *b) {
   return true;
 }
 
+/* The map (d0, .., dr-1) -> (d0, .., dr-1) of a reduce output to a
+ * reduce: its own row. */
+static bool own_row(const IndexingMap *m, int rank) {
+  if (m->undefined || m->empty || m->nrange || m->nrt || m->ndims != rank ||
+      m->nresults != rank)
+    return false;
+  for (int k = 0; k < rank; k++)
+    if (m->results[k]->kind != AFF_DIM || m->results[k]->value != k)
+      return false;
+  return true;
+}
+
+static bool is_reduce_of(const RowNorm *rn, const HloInstr *x) {
+  for (int k = 0; k < rn->nreduces; k++)
+    if (rn->reduces[k] == x)
+      return true;
+  return false;
+}
+
 bool row_norm_analyze(AffCtx *c, const HloComp *comp, RowNorm *rn, const char **why) {
   memset(rn, 0, sizeof *rn);
-  const HloInstr *root = comp ? comp->root : NULL;
-  if (!root || !shape_is_array(root->shape) || root->shape->rank < 1 ||
-      root->op == HLO_REDUCE)
+  const HloInstr *top = comp ? comp->root : NULL;
+  if (!top)
+    return fail(why, "no root");
+  /* the outputs: the root, or a tuple of the main output and reduces */
+  if (top->op == HLO_TUPLE) {
+    if (top->nops < 1 || top->nops > ROW_NORM_MAX_OUTS)
+      return fail(why, "too many outputs");
+    for (int k = 0; k < top->nops; k++)
+      rn->outs[rn->nouts++] = top->ops[k];
+  } else {
+    rn->outs[rn->nouts++] = top;
+  }
+  const HloInstr *root = rn->outs[0];
+  if (!shape_is_array(root->shape) || root->shape->rank < 1 || root->op == HLO_REDUCE)
     return fail(why, "the root is not an array computed from reduces");
+  for (int k = 1; k < rn->nouts; k++)
+    if (rn->outs[k]->op != HLO_REDUCE)
+      return fail(why, "an output after the first that is not a reduce");
   int n = comp->ninstrs;
   bool *dep = xcalloc((size_t)n + 1, sizeof *dep);   /* depends on a reduce */
   bool ok = true;
@@ -129,17 +163,51 @@ bool row_norm_analyze(AffCtx *c, const HloComp *comp, RowNorm *rn, const char **
   rn->rows = rn->n > 0 ? total / rn->n : 0;
   if (rn->n <= 0 || rn->rows <= 0)
     return fail(why, "empty rows");
-  CompIndexing *ci = indexing_comp_out_to_in(c, comp, 0);
-  for (int k = 0; k < rn->nreduces; k++) {
-    const IndexingMapSet *set = comp_indexing_get(ci, rn->reduces[k], 0);
-    if (!set)
-      return fail(why, "a reduce the root does not read");
-    for (int j = 0; j < set->n; j++) {
-      const IndexingMap *m = set->maps[j];
-      if (!row_map(m, root->shape->rank, rn->out_dim, rn->space->rank - 1) ||
-          (rn->row && !same_results(m, rn->row)))
-        return fail(why, "a reduce read at another row than the element's");
-      rn->row = m;
+  for (int k = 1; k < rn->nouts; k++)
+    if (!is_reduce_of(rn, rn->outs[k]))
+      return fail(why, "an output after the first that is not a reduce");
+  /* the main output: one reduce row per output row, for every reduce it
+   * reads; the reduce outputs: their own row of every reduce they read */
+  bool *read = xcalloc((size_t)rn->nreduces + 1, sizeof *read);
+  const char *msg = "a reduce read at another row than the element's";
+  for (int o = 0; o < rn->nouts && ok; o++) {
+    CompIndexing *ci = indexing_comp_out_to_in(c, comp, top->op == HLO_TUPLE ? o : 0);
+    for (int k = 0; k < rn->nreduces && ok; k++) {
+      const IndexingMapSet *set = comp_indexing_get(ci, rn->reduces[k], 0);
+      for (int j = 0; set && j < set->n && ok; j++) {
+        const IndexingMap *m = set->maps[j];
+        if (o == 0) {
+          ok = row_map(m, root->shape->rank, rn->out_dim, rn->space->rank - 1) &&
+               (!rn->row || same_results(m, rn->row));
+          rn->row = m;
+        } else {
+          ok = own_row(m, rn->space->rank - 1);
+        }
+      }
+      read[k] |= set != NULL;
+    }
+  }
+  for (int k = 0; k < rn->nreduces && ok; k++)
+    if (!read[k]) {
+      ok = false;
+      msg = "a reduce no output reads";
+    }
+  free(read);
+  if (!ok)
+    return fail(why, msg);
+  if (!rn->row)
+    return fail(why, "the main output reads no reduce");
+  /* every row of a reduce output is some output row's reduce row: the main
+   * output is S and reads its own rows */
+  if (rn->nouts > 1) {
+    if (!same_dims(root->shape, rn->space) || rn->out_dim != rn->dim)
+      return fail(why, "reduce outputs of rows the main output does not cover");
+    for (int k = 0, j = 0; k < root->shape->rank; k++) {
+      if (k == rn->dim)
+        continue;
+      const AffExpr *e = rn->row->results[j++];
+      if (e->kind != AFF_DIM || e->value != k)
+        return fail(why, "reduce outputs of rows the main output does not cover");
     }
   }
   return true;

@@ -19,6 +19,12 @@
  * and of each reduce's operand, elementally.  Everything not depending on
  * a reduce is unconstrained.
  *
+ * The root may also be a tuple of the main output and reduces of the
+ * computation (a layer norm's mean that a backward pass reads, an
+ * attention's softmax sum that the division after the PV product reads):
+ * each of those reads every reduce at its own row, and the main output is
+ * then S itself, reading its own row, so that it covers every row.
+ *
  * Used by normalization-fusion (passes/normalization_fusion.c), which
  * forms such fusions on the GPU target, and by the GPU kernel emitter
  * (emitters/norm_kernel.c), which checks again what it is given.
@@ -32,18 +38,22 @@ enum {
   ROW_NORM_MAX_REDUCES = 8,       /* reduces in one normalization */
   ROW_NORM_MAX_ROW = 16384,       /* longest row kept on chip: 1024
                                      threads, 16 elements each */
+  ROW_NORM_MAX_OUTS = 8,          /* the main output and reduce outputs */
 };
 
 typedef struct RowNorm {
   const Shape *space;             /* S: the reduces' operand shape */
   int dim;                        /* the reduced dimension of S */
   int64_t n;                      /* row length: S.dims[dim] */
-  const Shape *out;               /* the root's shape */
+  const Shape *out;               /* the main output's shape */
   int out_dim;                    /* its row dimension (minor-most) */
   int64_t rows;                   /* output rows: elements of out / n */
-  const IndexingMap *row;         /* root -> every reduce's result */
+  const IndexingMap *row;         /* main output -> every reduce it reads */
   int nreduces;
   const HloInstr *reduces[ROW_NORM_MAX_REDUCES]; /* producers first */
+  int nouts;                      /* outputs (root tuple elements, or 1) */
+  const HloInstr *outs[ROW_NORM_MAX_OUTS]; /* the main output, then
+                                     reduces */
 } RowNorm;
 
 /* Whether comp is a row normalization; fills rn.  On false, *why (when

@@ -121,6 +121,18 @@ def f(x, g, b):
 args = (jnp.ones((12, 96), jnp.float32), jnp.ones((96,), jnp.float32),
         jnp.ones((96,), jnp.float32))
 """,
+    # Attention whose softmax is divided after the PV product (as MaxText
+    # does): the max, exponentials and sums are one kernel with two outputs.
+    "attention_late_divide": """
+def f(q, k, v):
+    s = jnp.einsum("bqd,bkd->bqk", q, k) / 8.0
+    m = jnp.max(s, axis=-1, keepdims=True)
+    e = jnp.exp(s - m)
+    o = jnp.einsum("bqk,bkd->bqd", e, v)
+    return o / jnp.sum(e, axis=-1, keepdims=True)
+args = (jnp.ones((2, 64, 32), jnp.float32), jnp.ones((2, 64, 32), jnp.float32),
+        jnp.ones((2, 64, 32), jnp.float32))
+""",
     "softmax_bf16": """
 def f(x):
     return jax.nn.softmax(x, axis=-1)

@@ -55,14 +55,18 @@ static void check_poked(const char *hlo, double atol, double rtol, uint32_t bloc
   int nb = kernel_buffers(ki, args, bufs, &leaves, &out0);
   Literal **el;
   int nel = eval_leaves(m, np, args, &el);
-  cr_assert_eq(nel, 1);
+  cr_assert_eq(nel, leaves.len);
   LaunchDims ld;
   run_emulated_kernel("norm_emu", ki, bufs, nb, &ld);
   if (block) {
     cr_expect_eq(ld.block[0], block, "block %u, expected %u", ld.block[0], block);
     cr_expect_eq(ld.grid[0], grid, "grid %u, expected %u", ld.grid[0], grid);
   }
-  compare_out(bufs[out0], leaves.data[0], el[0], atol, rtol, "emulated GPU output");
+  for (int k = 0; k < nel; k++) {
+    char what[48];
+    snprintf(what, sizeof what, "emulated GPU output %d", k);
+    compare_out(bufs[out0 + k], leaves.data[k], el[k], atol, rtol, what);
+  }
   for (int k = 0; k < nb; k++)
     free(bufs[k]);
   free(el);
@@ -424,6 +428,65 @@ Test(codegen_norm, head_norm_transposed_output) {
         "  ROOT f = f32[1,4,64,256] fusion(x), kind=kCustom, calls=fused\n"
         "}\n",
         1e-5, 1e-4, 32 * 4, 64);
+}
+
+/* Attention's softmax as JAX writes it: exp(x - max) feeds the PV product
+ * and the sum, the division comes after the product: the exponentials and
+ * the sums are the outputs of one kernel. */
+Test(codegen_norm, exp_and_sum_outputs) {
+  check("HloModule exp_sum\n"
+        "mx {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT m = f32[] maximum(a, b)\n}\n"
+        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\n"
+        "fused {\n"
+        "  x = f32[37,100] parameter(0)\n"
+        "  ninf = f32[] constant(-inf)\n"
+        "  mx = f32[37] reduce(x, ninf), dimensions={1}, to_apply=mx\n"
+        "  mb = f32[37,100] broadcast(mx), dimensions={0}\n"
+        "  d = f32[37,100] subtract(x, mb)\n"
+        "  e = f32[37,100] exponential(d)\n"
+        "  z = f32[] constant(0)\n"
+        "  s = f32[37] reduce(e, z), dimensions={1}, to_apply=add\n"
+        "  ROOT t = (f32[37,100], f32[37]) tuple(e, s)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  x = f32[37,100] parameter(0)\n"
+        "  ROOT f = (f32[37,100], f32[37]) fusion(x), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-6, 1e-5, 128, 10);
+}
+
+/* A layer norm whose mean and sum of squares a backward pass reads too. */
+Test(codegen_norm, layer_norm_with_reduce_outputs) {
+  check("HloModule ln_outs\n"
+        "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+        "  ROOT s = f32[] add(a, b)\n}\n"
+        "fused {\n"
+        "  x = f32[6,300] parameter(0)\n"
+        "  z = f32[] constant(0)\n"
+        "  s = f32[6] reduce(x, z), dimensions={1}, to_apply=add\n"
+        "  nn = f32[] constant(300)\n"
+        "  nb = f32[6] broadcast(nn), dimensions={}\n"
+        "  mean = f32[6] divide(s, nb)\n"
+        "  mb = f32[6,300] broadcast(mean), dimensions={0}\n"
+        "  c = f32[6,300] subtract(x, mb)\n"
+        "  c2 = f32[6,300] multiply(c, c)\n"
+        "  v = f32[6] reduce(c2, z), dimensions={1}, to_apply=add\n"
+        "  var = f32[6] divide(v, nb)\n"
+        "  eps = f32[] constant(1e-05)\n"
+        "  eb = f32[6] broadcast(eps), dimensions={}\n"
+        "  ve = f32[6] add(var, eb)\n"
+        "  rs = f32[6] rsqrt(ve)\n"
+        "  rb = f32[6,300] broadcast(rs), dimensions={0}\n"
+        "  y = f32[6,300] multiply(c, rb)\n"
+        "  ROOT t = (f32[6,300], f32[6], f32[6]) tuple(y, s, v)\n"
+        "}\n"
+        "ENTRY e {\n"
+        "  x = f32[6,300] parameter(0)\n"
+        "  ROOT f = (f32[6,300], f32[6], f32[6]) fusion(x), kind=kCustom, calls=fused\n"
+        "}\n",
+        1e-5, 1e-4, 128, 3);
 }
 
 /*
