@@ -36,11 +36,17 @@
  * same for all of them.  Otherwise the
  * merged computation is dropped and nothing changes.
  *
- * Producers used outside the group (a mean a backward pass also reads)
- * stay where they are, and the fusion reads their results: there is one
- * output.  Candidates are tried from the root of each computation towards
- * its parameters (consumers first), so a group is as large as it can be;
- * an instruction joins one group at most.
+ * A row reduction that others read too (a sum a backward pass reads), and
+ * a row reduction of O's rows that reads O (an attention's sum of
+ * exponentials, divided by after the PV product, which reads the
+ * exponentials too), join as outputs of the fusion (a tuple: O's value,
+ * then theirs), unless an operand of the group depends on one of them;
+ * then the group is tried again without such outputs.  Other producers
+ * used outside the group (a mean computed from a sum) stay where they
+ * are, and the fusion reads their results.  Candidates are tried from the
+ * root of each computation towards its parameters (consumers first), so
+ * a group is as large as it can be; an instruction joins one group at
+ * most.
  *
  * The host target keeps its kernels (its reductions are row loops LLVM
  * vectorizes, and its kernel chains already run the row's kernels back to
