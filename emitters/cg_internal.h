@@ -27,6 +27,7 @@
 #include <llvm-c/TargetMachine.h>
 
 #include "../lib/analysis/indexing.h"
+#include "../lib/analysis/row_norm.h"
 #include "codegen.h"
 
 struct Codegen {
@@ -161,6 +162,10 @@ void cg_barrier(Codegen *cg);            /* __syncthreads (llvm.nvvm.barrier0) *
  * returned as its global (a pointer in addrspace 3). */
 LLVMValueRef cg_shared_array(Codegen *cg, LLVMTypeRef t, int64_t n,
                              const char *name);
+/* The value of v in lane (lane id ^ lanemask) of the warp
+ * (shfl.sync.bfly, full mask: all 32 lanes must execute it), for any
+ * register type: f32 directly, other types as one or two 32-bit pieces. */
+LLVMValueRef cg_shfl_bfly(Codegen *cg, LLVMValueRef v, int lanemask);
 
 /*
  * codegen.c: kernel entry
@@ -197,6 +202,10 @@ bool cg_kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
  * result leaves (k->temp); the emitter sets ld->temp_bytes to its size. */
 bool cg_kernel_begin_temp(Codegen *cg, const HloInstr *instr, const char *name,
                           CgKernel *k, Diag *d);
+/* NVPTX: the kernel is launched with at most `threads` threads per block
+ * (.maxntid), so that ptxas keeps its registers within what a block of
+ * that many may use (64 each for 1024). */
+void cg_kernel_max_threads(CgKernel *k, unsigned threads);
 /* Emits `ret void` at the builder's position, counts a kernel that is not
  * k->scalar in cg->nvector and frees k's arrays. */
 void cg_kernel_end(CgKernel *k);
@@ -240,6 +249,14 @@ LLVMValueRef cg_elemental_emit(CgElemental *e, const HloInstr *instr,
 /* Forget cached values (call after moving to a block not dominated by the
  * block where earlier values were emitted, e.g. after a loop). */
 void cg_elemental_clear_cache(CgElemental *e);
+/* The results of map m (no symbols: false otherwise) at the dimension
+ * values dims (i64), into out (m->nresults values). */
+bool cg_emit_map_results(Codegen *cg, const IndexingMap *m, LLVMValueRef const *dims,
+                         LLVMValueRef *out);
+/* From now on `instr` has the value v at every index (the normalization
+ * kernel's row results: a reduce computed once for the thread's row).  The
+ * caches do not forget it; v must dominate every later use. */
+void cg_elemental_bind(CgElemental *e, const HloInstr *instr, LLVMValueRef v);
 
 /* Applies a scalar computation (a reducer's to_apply) to register-typed
  * scalar values args (one per parameter); writes one value per result leaf
@@ -401,6 +418,13 @@ bool cg_emit_rng_kernel(Codegen *cg, const HloInstr *instr,
  * global of the kernel file. */
 bool cg_emit_rng_state_kernel(Codegen *cg, const HloInstr *instr, const char *name,
                               LaunchDims *ld, Diag *d);
+
+/* norm_kernel.c, GPU only: a fusion that row_norm_analyze accepts
+ * (softmax, layer norm, RMS norm with prologue and epilogue; its rows in
+ * rn), emitted as one row per block or warp in one pass over HBM. */
+bool cg_is_norm_fusion(Codegen *cg, const HloInstr *instr, RowNorm *rn);
+bool cg_emit_norm_kernel(Codegen *cg, const HloInstr *instr, const RowNorm *rn,
+                         const char *name, LaunchDims *ld, Diag *d);
 
 /* transpose_kernel.c (c5), GPU only: the hero of a fusion the tiled
  * transpose kernel takes (a transpose or layout-changing copy swapping the

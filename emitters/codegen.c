@@ -269,6 +269,19 @@ static void annotate_kernel(Codegen *cg, LLVMValueRef fn) {
   LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
 }
 
+void cg_kernel_max_threads(CgKernel *k, unsigned threads) {
+  Codegen *cg = k->cg;
+  if (!cg->is_gpu)
+    return;
+  LLVMMetadataRef md[3] = {
+    LLVMValueAsMetadata(k->fn),
+    LLVMMDStringInContext2(cg->ctx, "maxntidx", 8),
+    LLVMValueAsMetadata(LLVMConstInt(cg_i32(cg), threads, false)),
+  };
+  LLVMValueRef node = LLVMMetadataAsValue(cg->ctx, LLVMMDNodeInContext2(cg->ctx, md, 3));
+  LLVMAddNamedMetadataOperand(cg->mod, "nvvm.annotations", node);
+}
+
 static bool kernel_begin(Codegen *cg, const HloInstr *instr, const char *name,
                          bool temp, CgKernel *k, Diag *d) {
   memset(k, 0, sizeof *k);
@@ -435,6 +448,10 @@ static const HloInstr *through_bitcast_gte(const HloInstr *i) {
   return i;
 }
 
+/* The fusion's hero: its root through bitcasts (a reduce or dot in a
+ * tuple root).  A root computed from reduces of its own rows (a softmax,
+ * a layer norm) is a normalization, which codegen_kernel asks
+ * cg_is_norm_fusion about on the GPU. */
 static const HloInstr *find_hero(const HloInstr *instr) {
   const HloComp *c = cg_fusion_comp(instr);
   if (!c)
@@ -498,9 +515,13 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
   const HloInstr *hero = find_hero(i);
   const HloInstr *tiled = NULL;   /* the transpose hero, GPU only */
   const HloInstr *dus = cg_dus_in_place(i, cg->in_place_operand);
+  RowNorm rn;
+  bool norm = false;              /* a row normalization, GPU only */
   bool ok;
   if (dus)
     ok = cg_emit_dus_kernel(cg, i, dus, name, ld, d);
+  else if (cg->is_gpu && (norm = cg_is_norm_fusion(cg, i, &rn)))
+    ok = cg_emit_norm_kernel(cg, i, &rn, name, ld, d);
   else if (hero->op == HLO_REDUCE)
     ok = cg_emit_reduction_kernel(cg, i, hero, name, ld, d);
   else if (hero->op == HLO_DOT)
@@ -527,11 +548,12 @@ bool codegen_kernel(Codegen *cg, const HloInstr *i, const char *name,
     ok = cg_emit_loop_kernel(cg, i, name, ld, d);
   if (!ok)
     codegen_drop_kernel(cg, name);
-  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled || dus)) {
+  if (!ok && (hero->op == HLO_REDUCE || hero->op == HLO_DOT || tiled || dus ||
+              norm)) {
     /* a shape the hero's emitter does not handle (an epilogue, several
-     * outputs): the loop kernel computes reduces elementally (and a
-     * dynamic-update-slice out of place); when it cannot either, the hero
-     * emitter's error stands */
+     * outputs, rows too long): the loop kernel computes reduces
+     * elementally (and a dynamic-update-slice out of place); when it
+     * cannot either, the hero emitter's error stands */
     Diag d2 = {0};
     d2.warn_out = d->warn_out;
     memset(ld, 0, sizeof *ld);

@@ -8,7 +8,9 @@
  * selecting the padding value or the concatenated operand.  A reduce (in an
  * epilogue or a loop fusion) is a loop over its reduced dimensions per
  * output element.  Values are
- * cached per (instruction, index values) within dominating blocks.
+ * cached per (instruction, index values) within dominating blocks; an
+ * instruction the caller bound (the normalization kernel's row results)
+ * has its bound value at every index.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,13 @@ typedef struct ConstGlobal {
   LLVMValueRef g;
 } ConstGlobal;
 
+/* An instruction whose value at every index the caller gave
+ * (cg_elemental_bind). */
+typedef struct Bound {
+  const HloInstr *instr;
+  LLVMValueRef v;
+} Bound;
+
 struct CgElemental {
   Codegen *cg;
   const HloComp *comp;
@@ -38,6 +47,7 @@ struct CgElemental {
   Diag *d;
   Vec(CacheEnt) cache;
   Vec(ConstGlobal) consts;
+  Vec(Bound) bound;
 };
 
 static int leaf_count(const Shape *s) {
@@ -98,6 +108,7 @@ void cg_elemental_free(CgElemental *e) {
   cg_elemental_clear_cache(e);
   vec_free(&e->cache);
   vec_free(&e->consts);
+  vec_free(&e->bound);
   free(e->leaf_off);
   free(e->leaf_ptrs);
   free(e);
@@ -212,6 +223,16 @@ static LLVMValueRef aff_emit(Codegen *cg, const AffExpr *x, const MapEnv *env) {
   }
   }
   return NULL;
+}
+
+bool cg_emit_map_results(Codegen *cg, const IndexingMap *m, LLVMValueRef const *dims,
+                         LLVMValueRef *out) {
+  if (m->undefined || imap_nsyms(m) > 0)
+    return false;
+  MapEnv env = {(LLVMValueRef *)dims, NULL, m->dims, NULL};
+  for (int k = 0; k < m->nresults; k++)
+    out[k] = aff_emit(cg, m->results[k], &env);
+  return true;
 }
 
 /* true (i1) when the point is in the map's domain (dimension bounds that
@@ -772,6 +793,9 @@ static LLVMValueRef emit_op(CgElemental *e, const HloInstr *x,
 
 static LLVMValueRef emit(CgElemental *e, const HloInstr *x,
                          LLVMValueRef const *idx) {
+  for (int k = 0; k < e->bound.len; k++)
+    if (e->bound.data[k].instr == x)
+      return e->bound.data[k].v;
   int rank = shape_is_array(x->shape) ? x->shape->rank : 0;
   LLVMValueRef v = cache_get(e, x, rank, idx);
   if (v)
@@ -785,6 +809,11 @@ static LLVMValueRef emit(CgElemental *e, const HloInstr *x,
 LLVMValueRef cg_elemental_emit(CgElemental *e, const HloInstr *instr,
                                LLVMValueRef const *idx) {
   return emit(e, instr, idx);
+}
+
+void cg_elemental_bind(CgElemental *e, const HloInstr *instr, LLVMValueRef v) {
+  Bound bd = {instr, v};
+  vec_push(&e->bound, bd);
 }
 
 bool cg_emit_scalar_comp(Codegen *cg, const HloComp *comp, int nargs,

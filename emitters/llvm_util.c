@@ -2,7 +2,7 @@
  * llvm_util.c - small LLVM-C helpers shared by the kernel emitters: element
  * types and constants, layout-aware element loads and stores, counted
  * loops, named intrinsic calls, and the GPU special registers, barrier and
- * shared memory.
+ * shared memory, warp shuffles.
  */
 #include <string.h>
 
@@ -288,4 +288,45 @@ LLVMValueRef cg_shared_array(Codegen *cg, LLVMTypeRef t, int64_t n,
   LLVMSetLinkage(g, LLVMInternalLinkage);
   LLVMSetAlignment(g, 16);
   return g;
+}
+
+/* shfl.sync.bfly of an i32 over the full warp. */
+static LLVMValueRef shfl_i32(Codegen *cg, LLVMValueRef v, int lanemask) {
+  LLVMTypeRef i32 = cg_i32(cg);
+  LLVMTypeRef tys[4] = {i32, i32, i32, i32};
+  LLVMValueRef args[4] = {cg_const_i32(cg, -1), v, cg_const_i32(cg, lanemask),
+                          cg_const_i32(cg, 31)};
+  return cg_call_named(cg, "llvm.nvvm.shfl.sync.bfly.i32", i32, 4, tys, args);
+}
+
+LLVMValueRef cg_shfl_bfly(Codegen *cg, LLVMValueRef v, int lanemask) {
+  LLVMBuilderRef b = cg->b;
+  LLVMTypeRef t = LLVMTypeOf(v), i32 = cg_i32(cg);
+  LLVMTypeKind kind = LLVMGetTypeKind(t);
+  if (kind == LLVMFloatTypeKind) {
+    LLVMTypeRef tys[4] = {i32, t, i32, i32};
+    LLVMValueRef args[4] = {cg_const_i32(cg, -1), v, cg_const_i32(cg, lanemask),
+                            cg_const_i32(cg, 31)};
+    return cg_call_named(cg, "llvm.nvvm.shfl.sync.bfly.f32", t, 4, tys, args);
+  }
+  unsigned bits;
+  if (kind == LLVMIntegerTypeKind) bits = LLVMGetIntTypeWidth(t);
+  else if (kind == LLVMHalfTypeKind || kind == LLVMBFloatTypeKind) bits = 16;
+  else bits = 64;                 /* double */
+  LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, bits);
+  LLVMValueRef x = kind == LLVMIntegerTypeKind ? v : LLVMBuildBitCast(b, v, it, "bits");
+  LLVMValueRef y;
+  if (bits <= 32) {
+    LLVMValueRef w = bits == 32 ? x : LLVMBuildZExt(b, x, i32, "w");
+    w = shfl_i32(cg, w, lanemask);
+    y = bits == 32 ? w : LLVMBuildTrunc(b, w, it, "n");
+  } else {
+    LLVMValueRef lo = LLVMBuildTrunc(b, x, i32, "lo");
+    LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, x, LLVMConstInt(it, 32, 0), "h"), i32,
+                                     "hi");
+    lo = LLVMBuildZExt(b, shfl_i32(cg, lo, lanemask), it, "lo64");
+    hi = LLVMBuildZExt(b, shfl_i32(cg, hi, lanemask), it, "hi64");
+    y = LLVMBuildOr(b, lo, LLVMBuildShl(b, hi, LLVMConstInt(it, 32, 0), "hs"), "w64");
+  }
+  return kind == LLVMIntegerTypeKind ? y : LLVMBuildBitCast(b, y, t, "v");
 }

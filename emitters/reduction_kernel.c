@@ -492,48 +492,6 @@ static LLVMValueRef sreg64(Codegen *cg, const char *reg) {
   return LLVMBuildZExt(cg->b, cg_sreg(cg, reg), cg_i64(cg), reg);
 }
 
-static LLVMValueRef shfl_i32(Codegen *cg, LLVMValueRef v, int lanemask) {
-  LLVMTypeRef i32 = cg_i32(cg);
-  LLVMTypeRef tys[4] = {i32, i32, i32, i32};
-  LLVMValueRef args[4] = {cg_const_i32(cg, -1), v, cg_const_i32(cg, lanemask),
-                          cg_const_i32(cg, WARP - 1)};
-  return cg_call_named(cg, "llvm.nvvm.shfl.sync.bfly.i32", i32, 4, tys, args);
-}
-
-/* The value of v in the lane (lane id ^ lanemask), for any register type:
- * f32 directly, other types as one or two 32-bit pieces. */
-static LLVMValueRef shfl_bfly(Codegen *cg, LLVMValueRef v, int lanemask) {
-  LLVMBuilderRef b = cg->b;
-  LLVMTypeRef t = LLVMTypeOf(v), i32 = cg_i32(cg);
-  LLVMTypeKind kind = LLVMGetTypeKind(t);
-  if (kind == LLVMFloatTypeKind) {
-    LLVMTypeRef tys[4] = {i32, t, i32, i32};
-    LLVMValueRef args[4] = {cg_const_i32(cg, -1), v, cg_const_i32(cg, lanemask),
-                            cg_const_i32(cg, WARP - 1)};
-    return cg_call_named(cg, "llvm.nvvm.shfl.sync.bfly.f32", t, 4, tys, args);
-  }
-  unsigned bits;
-  if (kind == LLVMIntegerTypeKind) bits = LLVMGetIntTypeWidth(t);
-  else if (kind == LLVMHalfTypeKind || kind == LLVMBFloatTypeKind) bits = 16;
-  else bits = 64;                 /* double */
-  LLVMTypeRef it = LLVMIntTypeInContext(cg->ctx, bits);
-  LLVMValueRef x = kind == LLVMIntegerTypeKind ? v : LLVMBuildBitCast(b, v, it, "bits");
-  LLVMValueRef y;
-  if (bits <= 32) {
-    LLVMValueRef w = bits == 32 ? x : LLVMBuildZExt(b, x, i32, "w");
-    w = shfl_i32(cg, w, lanemask);
-    y = bits == 32 ? w : LLVMBuildTrunc(b, w, it, "n");
-  } else {
-    LLVMValueRef lo = LLVMBuildTrunc(b, x, i32, "lo");
-    LLVMValueRef hi = LLVMBuildTrunc(b, LLVMBuildLShr(b, x, LLVMConstInt(it, 32, 0), "h"), i32,
-                                     "hi");
-    lo = LLVMBuildZExt(b, shfl_i32(cg, lo, lanemask), it, "lo64");
-    hi = LLVMBuildZExt(b, shfl_i32(cg, hi, lanemask), it, "hi64");
-    y = LLVMBuildOr(b, lo, LLVMBuildShl(b, hi, LLVMConstInt(it, 32, 0), "hs"), "w64");
-  }
-  return kind == LLVMIntegerTypeKind ? y : LLVMBuildBitCast(b, y, t, "v");
-}
-
 /* Combines the accumulators of the 32 lanes of the warp; every lane ends
  * with the warp's value.  All 32 lanes must execute it. */
 static bool warp_allreduce(Red *r) {
@@ -542,7 +500,7 @@ static bool warp_allreduce(Red *r) {
     LLVMValueRef xs[RED_MAX_N];
     for (int j = 0; j < r->n; j++) {
       LLVMValueRef v = LLVMBuildLoad2(cg->b, cg_reg_type(cg, r->et[j]), r->acc[j], "a");
-      xs[j] = shfl_bfly(cg, v, m);
+      xs[j] = cg_shfl_bfly(cg, v, m);
     }
     if (!combine(r, xs)) return false;
   }

@@ -148,6 +148,7 @@ bool pass_layout_assignment(HloModule *m, PassContext *ctx);
 bool pass_loop_update_sinking(HloModule *m, PassContext *ctx);
 bool pass_logistic_expander(HloModule *m, PassContext *ctx);
 bool pass_map_inline(HloModule *m, PassContext *ctx);
+bool pass_normalization_fusion(HloModule *m, PassContext *ctx);
 bool pass_onednn_layernorm_expander(HloModule *m, PassContext *ctx);
 bool pass_optimization_barrier_expander(HloModule *m, PassContext *ctx);
 bool pass_priority_fusion(HloModule *m, PassContext *ctx);

@@ -38,7 +38,9 @@
  *                          the host target only) and
  *                          computation-deduplicator
  *   layout assignment      layout-assignment
- *   fusion                 priority-fusion, cse, dce
+ *   fusion                 priority-fusion, normalization-fusion (the GPU
+ *                          target: a softmax's or layer norm's fusions
+ *                          merged into one kernel), cse, dce
  *   collective-optimizations  all-reduce-combiner, async-collective-creator
  *                          (XLA's collective combiners and async
  *                          collective conversion, after fusion)
@@ -156,6 +158,8 @@ PIPELINE(post_layout, "post-layout-assignment", false, post_layout_steps);
 
 static const PipelineStep fusion_steps[] = {
     PASS("priority-fusion"),
+    /* the GPU target only: a row normalization's fusions merged into one */
+    PASS("normalization-fusion"),
     PASS("cse"),
     PASS("dce"),
 };

@@ -41,6 +41,7 @@ static const Pass registry[] = {
     {"logistic-expander", pass_logistic_expander},
     {"loop-update-sinking", pass_loop_update_sinking},
     {"map-inline", pass_map_inline},
+    {"normalization-fusion", pass_normalization_fusion},
     {"onednn-layernorm-expander", pass_onednn_layernorm_expander},
     {"optimization-barrier-expander", pass_optimization_barrier_expander},
     {"priority-fusion", pass_priority_fusion},

@@ -141,6 +141,40 @@ def f(x, g, b):
 args = (jnp.ones((8, 64), jnp.float32), jnp.ones((64,), jnp.float32),
         jnp.ones((64,), jnp.float32))
 """,
+    # Row normalizations with their prologue and epilogue: each is one GPU
+    # kernel (normalization fusion).
+    "rms_norm": """
+def f(x, w):
+    ms = jnp.mean(x * x, axis=-1, keepdims=True)
+    return x * jax.lax.rsqrt(ms + 1e-6) * w
+args = (jnp.ones((16, 256), jnp.float32), jnp.ones((256,), jnp.float32))
+""",
+    "layer_norm_gelu": """
+def f(x, g, b):
+    m = jnp.mean(x, axis=-1, keepdims=True)
+    v = jnp.mean((x - m) ** 2, axis=-1, keepdims=True)
+    return jax.nn.gelu((x - m) * jax.lax.rsqrt(v + 1e-5) * g + b,
+                       approximate=True)
+args = (jnp.ones((12, 96), jnp.float32), jnp.ones((96,), jnp.float32),
+        jnp.ones((96,), jnp.float32))
+""",
+    # Attention whose softmax is divided after the PV product (as MaxText
+    # does): the max, exponentials and sums are one kernel with two outputs.
+    "attention_late_divide": """
+def f(q, k, v):
+    s = jnp.einsum("bqd,bkd->bqk", q, k) / 8.0
+    m = jnp.max(s, axis=-1, keepdims=True)
+    e = jnp.exp(s - m)
+    o = jnp.einsum("bqk,bkd->bqd", e, v)
+    return o / jnp.sum(e, axis=-1, keepdims=True)
+args = (jnp.ones((2, 64, 32), jnp.float32), jnp.ones((2, 64, 32), jnp.float32),
+        jnp.ones((2, 64, 32), jnp.float32))
+""",
+    "softmax_bf16": """
+def f(x):
+    return jax.nn.softmax(x, axis=-1)
+args = (jnp.ones((6, 1000), jnp.bfloat16),)
+""",
     "gelu_tanh": """
 def f(x):
     return jax.nn.gelu(x, approximate=True)
