@@ -25,15 +25,15 @@
  *    a while's initial value and its state, the body's new state and the
  *    state, a branch's result and the conditional's, a donated parameter
  *    and its aliased output.
- * 4. Allocation.  Entry parameter leaves, constants and entry results get
- *    their own allocations (in that order; a group goes with its parameter
- *    or result); every other group is a slice of one preallocated temp
- *    allocation (the last one), its live range the union of its members',
- *    placed by a global best fit (XLA's GlobalDecreasingSizeBestFitHeap)
- *    in the best of three orders (size, size x lifetime, start): 64-byte
- *    aligned (256 for a library
- *    call's workspace), never overlapping a group whose live range overlaps
- *    its own.  Live ranges are closed intervals, so an instruction's result
+ * 4. Allocation.  Entry parameter leaves and constants get their own
+ *    allocations (in that order; a group goes with its parameter); every
+ *    other group, the entry results' included, is a slice of one
+ *    preallocated temp allocation (the last one), its live range the union
+ *    of its members', placed by a global best fit (XLA's
+ *    GlobalDecreasingSizeBestFitHeap) in the best of three orders (size,
+ *    size x lifetime, start): 64-byte aligned (256 for a library call's
+ *    workspace), never overlapping a group whose live range overlaps its
+ *    own.  Live ranges are closed intervals, so an instruction's result
  *    never shares bytes with an operand that dies at that instruction
  *    unless they are one group.
  *

@@ -14,20 +14,24 @@
  * Allocations (XLA's rules, simplified):
  *   - each entry parameter leaf: its own ALLOC_PARAMETER allocation (which
  *     a donated parameter's output may share, below);
- *   - each constant: its own ALLOC_CONSTANT allocation;
- *   - the entry result leaves: ALLOC_OUTPUT (ALLOC_MAYBE_LIVE_OUT) ones,
- *     unless the leaf is a parameter or constant value, which stays where it
- *     is;
+ *   - each constant: its own ALLOC_CONSTANT allocation (identical array
+ *     constants share one);
+ *   - the entry result leaves: a parameter or constant value stays where it
+ *     is (its allocation gets ALLOC_MAYBE_LIVE_OUT); a result a donated
+ *     parameter holds is in that parameter's allocation; every other result
+ *     is packed with the temps, live from its definition to the end (the
+ *     temp allocation then gets ALLOC_MAYBE_LIVE_OUT: xhlo-run reads each
+ *     result from its slice, so results need no allocations of their own);
  *   - everything else: slices of one ALLOC_TEMP allocation, with offsets
  *     that reuse the space of values that are dead by then (liveness over
  *     the sequential schedule), aligned to 64 bytes (library workspaces to
- *     256), packed by a decreasing-size best fit.
+ *     256), packed by a global best fit.
  *   - Sharing (buffer_sharing.c): values that take turns in one buffer
  *     form a group with one slice: a result written in place over an
  *     operand that dies at it, a while's state and its initial value, its
  *     body's new state, a conditional's result and its branches' roots, a
  *     donated parameter and its aliased output.  A group goes where its
- *     parameter or output goes, else into the temp allocation.
+ *     parameter goes, else into the temp allocation.
  *   - while: its leaves are the loop state; the parameters of its condition
  *     and body alias them.  Copy-insertion makes every body root leaf either
  *     the body parameter's same leaf (passed through) or a value computed in
@@ -48,9 +52,9 @@
  * call / async ops are refused (inline them first).
  *
  * Allocation order: entry parameter leaves (by parameter, then leaf), then
- * constants (schedule order), then entry result leaves, then the one
- * preallocated temp allocation.  A parameter or constant allocation that is
- * also a result gets ALLOC_MAYBE_LIVE_OUT.  Deterministic.
+ * constants (schedule order), then the one preallocated temp allocation.
+ * A parameter or constant allocation that is also a result gets
+ * ALLOC_MAYBE_LIVE_OUT.  Deterministic.
  */
 #ifndef XHLOC_BUFFER_ASSIGNMENT_H
 #define XHLOC_BUFFER_ASSIGNMENT_H
