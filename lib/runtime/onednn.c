@@ -19,7 +19,8 @@
  * for convolutions, in plain loops in double.  Primitives, their
  * scratchpads and internal buffers are cached per whole descriptor.
  * Threads: oneDNN's OpenMP pool, sized by PlatformOptions.threads, else
- * XHLO_NUM_THREADS, else one per core.  Its workers wait passively between
+ * XHLO_NUM_THREADS, else one per core; a GEMM under SMALL_GEMM_FLOPS is
+ * made and run on one thread.  Its workers wait passively between
  * primitives (OMP_WAIT_POLICY=PASSIVE, set before the library loads unless
  * OMP_WAIT_POLICY or GOMP_SPINCOUNT is set): GNU OpenMP's default spins
  * 300,000 rounds (milliseconds) after every primitive on the cores that the
@@ -72,6 +73,8 @@ typedef struct Entry {
   void *scratch;
   xdnnl_memory_desc_t scratch_md;
   xdnnl_primitive_t side;         /* CONV: side input into the inner y */
+  int threads;                    /* GEMM: the OpenMP threads it is made
+                                     and run with */
   struct Entry *next;
 } Entry;
 
@@ -82,7 +85,18 @@ struct OneDnn {
   xdnnl_stream_t strm;
   Entry *cache;
   int threads;                    /* thread_pool_default_threads */
+  void (*set_threads)(int);       /* omp_set_num_threads; NULL: none */
 };
+
+/* A GEMM of fewer floating-point operations than this runs on one thread:
+ * waking OpenMP's workers costs more than they save (a 16x256x256 product,
+ * 2 MFLOP, took 90 us on two threads and 18 us on one). */
+enum { SMALL_GEMM_FLOPS = 4 << 20 };
+
+static void use_threads(OneDnn *x, int n) {
+  if (x->set_threads && n > 0)
+    x->set_threads(n);
+}
 
 static const char *status_text(int s) {
   switch (s) {
@@ -165,9 +179,8 @@ OneDnn *onednn_open(const PlatformOptions *o, Diag *d) {
 #undef X
   int n = thread_pool_default_threads(o ? o->threads : 0);
   x->threads = n;
-  void (*set_threads)(int) = (void (*)(int))(uintptr_t)dlsym(lib, "omp_set_num_threads");
-  if (n > 0 && set_threads)
-    set_threads(n);
+  x->set_threads = (void (*)(int))(uintptr_t)dlsym(lib, "omp_set_num_threads");
+  use_threads(x, n);
   int s = x->f.dnnl_engine_create(&x->eng, XDNNL_CPU, 0);
   if (s == XDNNL_SUCCESS)
     s = x->f.dnnl_stream_create(&x->strm, x->eng, 0);
@@ -370,6 +383,10 @@ static bool gemm_entry(OneDnn *x, const GemmDesc *g, Entry **out, Diag *d) {
   e->kind = ENT_GEMM;
   e->g = *g;
   e->post_bias_index = -1;
+  double flops = 2.0 * (double)g->batch * (double)g->m * (double)g->n *
+                 (double)g->k;
+  e->threads = flops < SMALL_GEMM_FLOPS ? 1 : x->threads;
+  use_threads(x, e->threads);
   bool ok = matrix_md(x, &g->a, g->batch, &e->md[0], d) &&
             matrix_md(x, &g->b, g->batch, &e->md[1], d) &&
             matrix_md(x, &g->d, g->batch, &e->md[2], d);
@@ -402,6 +419,7 @@ static bool gemm_entry(OneDnn *x, const GemmDesc *g, Entry **out, Diag *d) {
     x->f.dnnl_primitive_attr_destroy(attr);
   if (pd)
     x->f.dnnl_primitive_desc_destroy(pd);
+  use_threads(x, x->threads);
   if (!ok) {
     entry_free(x, e);
     return false;
@@ -487,7 +505,12 @@ static bool gemm_prim(OneDnn *x, const GemmDesc *g, void *const p[], Diag *d) {
     mds[n] = &e->md[3], ptrs[n++] = p[GEMM_BIAS];
   if (e->scratch)
     args[n] = XDNNL_ARG_SCRATCHPAD, mds[n] = &e->scratch_md, ptrs[n++] = e->scratch;
-  return run(x, e->prim, n, args, mds, ptrs, d);
+  if (e->threads != x->threads)
+    use_threads(x, e->threads);
+  bool ok = run(x, e->prim, n, args, mds, ptrs, d);
+  if (e->threads != x->threads)
+    use_threads(x, x->threads);
+  return ok;
 }
 
 /* Reads element k of float type t as double / writes it rounded to
