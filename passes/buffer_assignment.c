@@ -51,15 +51,6 @@
 
 /* ---- leaves ---------------------------------------------------------- */
 
-static int leaf_count(const Shape *s) {
-  if (s->et != ET_TUPLE)
-    return 1;
-  int n = 0;
-  for (int k = 0; k < s->ntuple; k++)
-    n += leaf_count(s->tuple[k]);
-  return n;
-}
-
 /* The shape of leaf `leaf` of s, and its ShapeIndex (path, *depth entries). */
 static const Shape *leaf_shape(const Shape *s, int leaf, int64_t *path,
                                int *depth) {
@@ -67,7 +58,7 @@ static const Shape *leaf_shape(const Shape *s, int leaf, int64_t *path,
   while (s->et == ET_TUPLE) {
     int k = 0;
     for (; k < s->ntuple; k++) {
-      int n = leaf_count(s->tuple[k]);
+      int n = shape_leaf_count(s->tuple[k]);
       if (leaf < n)
         break;
       leaf -= n;
@@ -111,7 +102,7 @@ static bool set_leaves(BufferAssignment *ba, const HloInstr *i, int n,
 
 /* New values for every leaf of i's result. */
 static int *define(BufferAssignment *ba, const HloInstr *i, int kind) {
-  int n = leaf_count(i->shape);
+  int n = shape_leaf_count(i->shape);
   int *v = ARENA_ARRAY(ba->ar, int, n);
   for (int k = 0; k < n; k++) {
     int depth;
@@ -159,7 +150,7 @@ static bool walk_comp(BufferAssignment *ba, const HloComp *c,
 /* The values a nested computation's parameters stand for. */
 static bool walk_nested(BufferAssignment *ba, const HloInstr *i,
                         const HloComp *c, int *vals, int nvals) {
-  if (c->nparams != 1 || leaf_count(c->params[0]->shape) != nvals)
+  if (c->nparams != 1 || shape_leaf_count(c->params[0]->shape) != nvals)
     return diag_error(ba->d, i->loc, "buffer assignment: %s calls %s, which "
                       "does not take one parameter of the passed shape",
                       i->name, c->name);
@@ -177,7 +168,7 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
       return diag_error(ba->d, i->loc, "buffer assignment: operand %s of %s "
                         "is not scheduled before it", i->ops[k]->name,
                         i->name);
-  int n = leaf_count(i->shape);
+  int n = shape_leaf_count(i->shape);
   int *v = NULL;
   switch (i->op) {
   case HLO_PARAMETER:
@@ -216,7 +207,7 @@ static bool walk_instr(BufferAssignment *ba, const HloInstr *i,
       return diag_error(ba->d, i->loc, "buffer assignment: bad tuple index");
     int at = 0;
     for (int k = 0; k < i->tuple_index; k++)
-      at += leaf_count(ts->tuple[k]);
+      at += shape_leaf_count(ts->tuple[k]);
     v = leaves_of(ba, i->ops[0]) + at;
     forwards = true;
     break;
@@ -542,7 +533,7 @@ static int leaf_at(const Shape *s, const I64List *idx) {
     if (s->et != ET_TUPLE || idx->v[d] < 0 || idx->v[d] >= s->ntuple)
       return -1;
     for (int k = 0; k < idx->v[d]; k++)
-      leaf += leaf_count(s->tuple[k]);
+      leaf += shape_leaf_count(s->tuple[k]);
     s = s->tuple[idx->v[d]];
   }
   return s->et == ET_TUPLE ? -1 : leaf;

@@ -78,15 +78,6 @@ typedef struct Graph {
   int64_t *nested;                /* peak of what node j runs */
 } Graph;
 
-static int leaf_count(const Shape *s) {
-  if (s->et != ET_TUPLE)
-    return 1;
-  int n = 0;
-  for (int k = 0; k < s->ntuple; k++)
-    n += leaf_count(s->tuple[k]);
-  return n;
-}
-
 /* Buffer assignment's alignment: what a value takes in practice. */
 #define ALIGN 64
 
@@ -110,7 +101,7 @@ static void define_leaves(const Shape *s, IntVec *pool, SizeVec *sizes) {
 }
 
 static void no_leaves(const Shape *s, IntVec *pool) {
-  for (int k = leaf_count(s); k > 0; k--)
+  for (int k = shape_leaf_count(s); k > 0; k--)
     vec_push(pool, -1);
 }
 
@@ -186,7 +177,7 @@ static void build(Graph *g, const HloComp *c, const HashMap *index,
   g->dstart = xmalloc(sizeof *g->dstart * ((size_t)n + 1));
   for (int j = 0; j < n; j++) {
     HloInstr *i = g->ins[j];
-    int nl = leaf_count(i->shape);
+    int nl = shape_leaf_count(i->shape);
     int o = i->nops > 0 ? NODE(i->ops[0]) : -1;
     int first = -1;               /* forwarded: where in the pool */
     g->dstart[j] = sizes.len;
@@ -225,7 +216,7 @@ static void build(Graph *g, const HloComp *c, const HashMap *index,
         break;
       int skip = 0;
       for (int k = 0; k < i->tuple_index; k++)
-        skip += leaf_count(ts->tuple[k]);
+        skip += shape_leaf_count(ts->tuple[k]);
       if (skip + nl <= lcnt[o])
         first = loff[o] + skip;
       break;

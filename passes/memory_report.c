@@ -109,6 +109,33 @@ static int *members_at(const BufferAssignment *ba, int t) {
   return m;
 }
 
+typedef Vec(Live) LiveVec;
+
+/* The groups live at step t (output and temp groups over their ranges;
+ * with fixed, parameter and constant allocations too), each named by the
+ * member that holds it then, largest first. */
+static void live_at(const BufferAssignment *ba, int t, bool fixed,
+                    LiveVec *out) {
+  const Value *vals = ba->vals.data;
+  int64_t *gs = group_sizes(ba);
+  int *mem = members_at(ba, t);
+  for (int k = 0; k < ba->vals.len; k++) {
+    const Value *g = &vals[k];
+    if (g->parent != k || gs[k] == 0)
+      continue;
+    bool whole = g->alloc >= 0 && (ba->allocs.data[g->alloc].flags &
+                                   (ALLOC_PARAMETER | ALLOC_CONSTANT));
+    if (whole ? !fixed
+              : !counted(ba, g) || g->gstart > t || g->gend < t)
+      continue;
+    vec_push(out, ((Live){.value = whole || mem[k] < 0 ? k : mem[k],
+                          .size = gs[k], .group = k}));
+  }
+  free(gs);
+  free(mem);
+  qsort(out->data, (size_t)out->len, sizeof *out->data, cmp_live);
+}
+
 static void put_source(StrBuf *b, const HloInstr *i) {
   const OpMetadata *md = i->metadata;
   if (md && md->source_file && *md->source_file) {
@@ -209,26 +236,14 @@ void ba_print_memory_report(StrBuf *b, const BufferAssignment *ba,
   }
   int64_t live_temp = 0;
 
-  /* The buffers live at the peak. */
-  Vec(Live) lv = {0};
-  int64_t *gs = group_sizes(ba);
-  int *mem = members_at(ba, t);
-  for (int k = 0; k < ba->vals.len; k++) {
-    const Value *g = &vals[k];
-    if (g->parent != k || gs[k] == 0)
-      continue;
-    bool whole = g->alloc >= 0 && (ba->allocs.data[g->alloc].flags &
-                                   (ALLOC_PARAMETER | ALLOC_CONSTANT));
-    if (!whole && (!counted(ba, g) || g->gstart > t || g->gend < t))
-      continue;
-    Live l = {.value = whole || mem[k] < 0 ? k : mem[k], .size = gs[k],
-              .group = k};
-    if (!whole && (ba->allocs.data[g->alloc].flags & ALLOC_TEMP))
-      live_temp += gs[k];
-    vec_push(&lv, l);
+  /* The buffers live at the peak, parameters and constants included. */
+  LiveVec lv = {0};
+  live_at(ba, t, true, &lv);
+  for (int k = 0; k < lv.len; k++) {
+    const Value *g = &vals[lv.data[k].group];
+    if (ba->allocs.data[g->alloc].flags & ALLOC_TEMP)
+      live_temp += lv.data[k].size;
   }
-  free(gs);
-  free(mem);
   sb_printf(b, "  %-22s", "temp live at the peak");
   ba_put_bytes(b, live_temp);
   sb_printf(b, "  (fragmentation ");
@@ -239,7 +254,6 @@ void ba_print_memory_report(StrBuf *b, const BufferAssignment *ba,
   ba_put_bytes(b, total);
   sb_putc(b, '\n');
 
-  qsort(lv.data, (size_t)lv.len, sizeof *lv.data, cmp_live);
   sb_printf(b, "\nLive at the peak: %d buffers, largest first", lv.len);
   if (max_buffers > 0 && lv.len > max_buffers)
     sb_printf(b, " (the first %d)", max_buffers);
@@ -265,18 +279,8 @@ int ba_live_at_peak(const BufferAssignment *ba, int *at_time,
   const Value *vals = ba->vals.data;
   int t;
   ba_peak_bytes(ba, &t);
-  int64_t *gs = group_sizes(ba);
-  int *mem = members_at(ba, t);
-  Vec(Live) lv = {0};
-  for (int k = 0; k < ba->vals.len; k++) {
-    const Value *g = &vals[k];
-    if (g->parent != k || gs[k] == 0 || !counted(ba, g) || g->gstart > t ||
-        g->gend < t)
-      continue;
-    vec_push(&lv, ((Live){.value = mem[k] < 0 ? k : mem[k], .size = gs[k],
-                          .group = k}));
-  }
-  qsort(lv.data, (size_t)lv.len, sizeof *lv.data, cmp_live);
+  LiveVec lv = {0};
+  live_at(ba, t, false, &lv);
   BaLiveBuffer *r = xcalloc((size_t)lv.len + 1, sizeof *r);
   for (int k = 0; k < lv.len; k++) {
     const Value *v = &vals[lv.data[k].value];
@@ -286,8 +290,6 @@ int ba_live_at_peak(const BufferAssignment *ba, int *at_time,
   }
   int n = lv.len;
   vec_free(&lv);
-  free(gs);
-  free(mem);
   *at_time = t;
   *out = r;
   return n;

@@ -248,17 +248,14 @@ static int round_at_peak(HloModule *m, const BufferAssignment *ba,
   return done;
 }
 
+/* "N bytes", and for 1 KiB or more " (1.5 KiB)". */
 static void put_bytes(StrBuf *b, int64_t n) {
-  if (n < 1024)
-    sb_printf(b, "%lld bytes", (long long)n);
-  else if (n < 1024 * 1024)
-    sb_printf(b, "%lld bytes (%.1f KiB)", (long long)n, (double)n / 1024.0);
-  else if (n < (int64_t)1 << 30)
-    sb_printf(b, "%lld bytes (%.2f MiB)", (long long)n,
-              (double)n / (1024.0 * 1024.0));
-  else
-    sb_printf(b, "%lld bytes (%.2f GiB)", (long long)n,
-              (double)n / (1024.0 * 1024.0 * 1024.0));
+  sb_printf(b, "%lld bytes", (long long)n);
+  if (n >= 1024) {
+    sb_puts(b, " (");
+    sb_put_size(b, n);
+    sb_putc(b, ')');
+  }
 }
 
 /* The error when nothing more can be saved. */

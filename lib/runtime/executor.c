@@ -672,26 +672,19 @@ void executor_memory(const Executor *e, ExecMemory *m) {
   m->staging = e->stage ? (int64_t)e->stage_size : 0;
 }
 
-static void put_mib(StrBuf *b, int64_t n) {
-  if (n < 1024) sb_printf(b, "%lld B", (long long)n);
-  else if (n < 1024 * 1024) sb_printf(b, "%.1f KiB", (double)n / 1024.0);
-  else if (n < (int64_t)1 << 30) sb_printf(b, "%.2f MiB", (double)n / (1024.0 * 1024.0));
-  else sb_printf(b, "%.2f GiB", (double)n / (1024.0 * 1024.0 * 1024.0));
-}
-
 void executor_print_memory(StrBuf *b, const ExecMemory *m, const char *platform) {
   sb_printf(b, "%s memory: ", strcmp(platform, "cuda") == 0 ? "device" : "host");
-  put_mib(b, m->pool);
+  sb_put_size(b, m->pool);
   sb_printf(b, " in one pool for the artifact's %d allocations (parameters ", m->nallocs);
-  put_mib(b, m->parameters);
+  sb_put_size(b, m->parameters);
   sb_puts(b, ", constants ");
-  put_mib(b, m->constants);
+  sb_put_size(b, m->constants);
   sb_puts(b, ", outputs ");
-  put_mib(b, m->outputs);
+  sb_put_size(b, m->outputs);
   sb_puts(b, ", temp ");
-  put_mib(b, m->temp);
+  sb_put_size(b, m->temp);
   sb_puts(b, "); pinned host staging ");
-  put_mib(b, m->staging);
+  sb_put_size(b, m->staging);
   sb_putc(b, '\n');
 }
 

@@ -108,3 +108,14 @@ char *sb_detach(StrBuf *b) {
   sb_init(b);
   return s;
 }
+
+void sb_put_size(StrBuf *b, int64_t n) {
+  if (n < 1024)
+    sb_printf(b, "%lld B", (long long)n);
+  else if (n < 1024 * 1024)
+    sb_printf(b, "%.1f KiB", (double)n / 1024.0);
+  else if (n < (int64_t)1 << 30)
+    sb_printf(b, "%.2f MiB", (double)n / (1024.0 * 1024.0));
+  else
+    sb_printf(b, "%.2f GiB", (double)n / (1024.0 * 1024.0 * 1024.0));
+}

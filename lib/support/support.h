@@ -109,6 +109,8 @@ void sb_putn(StrBuf *b, const char *s, size_t n);
 void sb_printf(StrBuf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
 void sb_vprintf(StrBuf *b, const char *fmt, va_list ap);
 void sb_put_i64(StrBuf *b, int64_t v);            /* fast decimal */
+/* A byte count for people: "512 B", "1.5 KiB", "2.00 MiB", "3.00 GiB". */
+void sb_put_size(StrBuf *b, int64_t n);
 /* Append s with C escapes (\" \\ \n \t, \xNN for other control bytes). */
 void sb_put_escaped(StrBuf *b, const char *s);
 char *sb_detach(StrBuf *b);                       /* caller frees */
